@@ -1,0 +1,48 @@
+# Two commands set up and run everything on a fresh clone:
+#   make run   - venv + torch (CPU) + verl-doctor, then the main job on the bundled corpus and model
+#   make test  - the same set-up plus the dev tools, then the whole test suite
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+# The CPU build of torch lies on this machine's disk; installing it first keeps pip from pulling
+# the multi-GB CUDA build when sentence-transformers asks for torch.
+TORCH  := torch==2.13.0
+export HF_HUB_OFFLINE := 1
+export TRANSFORMERS_OFFLINE := 1
+
+.PHONY: run test lint eval setup dev clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+$(VENV)/.torch: $(BIN)/python
+	$(BIN)/pip install --quiet $(TORCH)
+	@touch $@
+
+$(VENV)/.installed: $(VENV)/.torch pyproject.toml
+	$(BIN)/pip install --quiet -e .
+	@touch $@
+
+$(VENV)/.dev: $(VENV)/.installed
+	$(BIN)/pip install --quiet -e ".[dev]"
+	@touch $@
+
+setup: $(VENV)/.installed
+
+dev: $(VENV)/.dev
+
+run: setup
+	$(BIN)/verl-doctor corpus validate
+	$(BIN)/verl-doctor check-overrides --verl-version 0.9.1 -- \
+	  ray_init.num_cpus=16 trainer.nnode=2 data.cache_dir=/x actor_rollout_ref.actor.use_torch_compile=False || true
+
+test: dev
+	$(BIN)/python -m pytest -q
+
+lint: dev
+	$(BIN)/ruff check kb indexer server tui tests scripts bench
+	$(BIN)/mypy
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

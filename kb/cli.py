@@ -1,0 +1,220 @@
+"""The ``verl-doctor`` command line.
+
+This is the one module of ``kb`` that wires the other packages in; heavy imports (the embedding
+model, the server, the TUI) happen inside the commands that need them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any, NoReturn
+
+import click
+
+from kb import __version__
+
+EXIT_FINDINGS = 1
+EXIT_USAGE = 2
+
+
+def _fail(message: str, code: int = EXIT_USAGE) -> NoReturn:
+    click.echo(f"verl-doctor: {message}", err=True)
+    sys.exit(code)
+
+
+def _corpus_dir(value: str | None) -> Path:
+    from kb.corpus import default_corpus_dir
+
+    return Path(value) if value else default_corpus_dir()
+
+
+def _load(corpus_dir: Path) -> Any:
+    from kb.corpus import CorpusError, load_corpus
+
+    try:
+        corpus = load_corpus(corpus_dir)
+    except CorpusError as exc:
+        _fail(str(exc))
+    for problem in corpus.problems:
+        click.echo(f"warning: skipped {problem}", err=True)
+    return corpus
+
+
+class _Group(click.Group):
+    """Turns unexpected exceptions into one clear line; VERL_DOCTOR_DEBUG=1 shows the traceback."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except (click.exceptions.Exit, click.ClickException, click.Abort, SystemExit):
+            raise
+        except KeyboardInterrupt:
+            _fail("interrupted", 130)
+        except BrokenPipeError:
+            sys.stderr.close()
+            sys.exit(0)
+        except Exception as exc:
+            if os.environ.get("VERL_DOCTOR_DEBUG"):
+                raise
+            _fail(f"internal error: {type(exc).__name__}: {exc} (set VERL_DOCTOR_DEBUG=1 for the traceback)", 3)
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="verl-doctor")
+def main() -> None:
+    """Diagnose verl failures: the known problem, why it happens, and the exact fix for your verl version.
+
+    \b
+    verl-doctor corpus validate            check every entry of the knowledge base
+    verl-doctor check-overrides -- k=v ... check Hydra overrides before you submit a job
+    """
+
+
+# --------------------------------------------------------------------------- corpus
+
+
+@main.group()
+def corpus() -> None:
+    """Inspect and validate the knowledge base (Markdown entries under corpus/<area>/)."""
+
+
+_corpus_option = click.option(
+    "--corpus",
+    "corpus_path",
+    metavar="DIR",
+    help="Corpus directory (default: the bundled corpus, or $VERL_DOCTOR_CORPUS).",
+)
+
+
+@corpus.command("validate")
+@_corpus_option
+@click.option(
+    "--fixtures",
+    "fixtures_path",
+    metavar="DIR",
+    help="Fixture root (default: tests/fixtures/entries beside the corpus).",
+)
+def corpus_validate(corpus_path: str | None, fixtures_path: str | None) -> None:
+    """Check every entry: schema, unique ids, linear-time regexes, body sections, sources, fixtures, and every
+    override key against the config of each verl release its range covers. Exit 1 when anything is wrong."""
+    from kb.validate import validate_corpus
+
+    root = _corpus_dir(corpus_path)
+    loaded, problems = validate_corpus(root, Path(fixtures_path) if fixtures_path else None)
+    for problem in problems:
+        click.echo(str(problem))
+    if loaded is None:
+        sys.exit(EXIT_USAGE)
+    n = len(loaded.entries) + len({p.path for p in loaded.problems})
+    if problems:
+        click.echo(f"{len(problems)} problem(s) in {len({p.path for p in problems})} file(s); {n} entries checked")
+        sys.exit(EXIT_FINDINGS)
+    click.echo(f"{n} entries valid")
+
+
+@corpus.command("list")
+@_corpus_option
+@click.option("--json", "as_json", is_flag=True, help="Print every entry in full as JSON.")
+@click.option("--area", help="Only entries of this area.")
+def corpus_list(corpus_path: str | None, as_json: bool, area: str | None) -> None:
+    """List the entries: id, area and title (or everything with --json)."""
+    loaded = _load(_corpus_dir(corpus_path))
+    entries = sorted((e for e in loaded.entries if area is None or e.area == area), key=lambda e: (e.area, e.id))
+    if as_json:
+        click.echo(json.dumps([e.to_public() for e in entries], indent=1, ensure_ascii=False))
+        return
+    for e in entries:
+        click.echo(f"{e.id:<48} {e.area:<11} {e.title}")
+
+
+@corpus.command("show")
+@click.argument("entry_id")
+@_corpus_option
+@click.option("--verl-version", metavar="V", help="Render the overrides for this verl version.")
+@click.option("--json", "as_json", is_flag=True, help="Print the entry as JSON.")
+def corpus_show(entry_id: str, corpus_path: str | None, verl_version: str | None, as_json: bool) -> None:
+    """Show one entry: its fields, the overrides per verl version, and its body."""
+    loaded = _load(_corpus_dir(corpus_path))
+    entry = loaded.get(entry_id)
+    if entry is None:
+        import difflib
+
+        close = difflib.get_close_matches(entry_id, [e.id for e in loaded.entries], n=3)
+        _fail(f"no entry '{entry_id}'" + (f"; did you mean {', '.join(close)}?" if close else ""), EXIT_FINDINGS)
+    if as_json:
+        click.echo(json.dumps(entry.to_public(), indent=1, ensure_ascii=False))
+        return
+    from kb.render_text import render_entry
+
+    render_entry(entry, verl_version)
+
+
+@corpus.command("patterns")
+@_corpus_option
+def corpus_patterns(corpus_path: str | None) -> None:
+    """Print every symptom regex, one a line (for `rg -f`)."""
+    loaded = _load(_corpus_dir(corpus_path))
+    seen = set()
+    for e in sorted(loaded.entries, key=lambda e: e.id):
+        for s in e.meta.symptoms:
+            if s.regex and s.regex not in seen:
+                seen.add(s.regex)
+                click.echo(s.regex)
+
+
+# --------------------------------------------------------------------------- check-overrides
+
+
+@main.command("check-overrides", context_settings={"ignore_unknown_options": True})
+@click.option("--verl-version", metavar="V", help="verl version to check against (default: the newest known, 0.9.1).")
+@click.option(
+    "--file",
+    "file_path",
+    type=click.Path(dir_okay=False),
+    metavar="FILE",
+    help="Read overrides from a .hydra/overrides.yaml, a launch script or a saved command line ('-' for stdin).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the verdicts as JSON.")
+@click.argument("overrides", nargs=-1, type=click.UNPROCESSED)
+def check_overrides_cmd(
+    verl_version: str | None, file_path: str | None, as_json: bool, overrides: tuple[str, ...]
+) -> None:
+    """Check Hydra overrides against a verl release before you submit a job.
+
+    \b
+    verl-doctor check-overrides --verl-version 0.9.1 -- ray_init.num_cpus=16 trainer.nnode=2
+    verl-doctor check-overrides --file outputs/2025-06-01/12-00-00/.hydra/overrides.yaml
+    verl-doctor check-overrides -- "python -m verl.trainer.main_ppo data.train_batch_size=256 ..."
+
+    Each override is fine, needs '+', must drop '+', is unknown (with a did-you-mean from the rename
+    table and the key set), or is accepted but ignored by that version. Exit 1 when any would fail or
+    be ignored.
+    """
+    from kb.overrides import check_overrides, extract_overrides
+    from kb.versions import VersionError
+
+    texts: list[str] = []
+    if file_path:
+        try:
+            raw = sys.stdin.read() if file_path == "-" else Path(file_path).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            _fail(f"cannot read {file_path}: {getattr(exc, 'strerror', None) or exc}")
+        texts += extract_overrides(raw)
+    for arg in overrides:
+        texts += extract_overrides(arg) if (" " in arg.strip() or "\n" in arg) else [arg]
+    if not texts:
+        _fail("no overrides given: pass them after '--' or with --file")
+    try:
+        report = check_overrides(texts, verl_version)
+    except VersionError as exc:
+        _fail(str(exc))
+    if as_json:
+        click.echo(report.model_dump_json(indent=1))
+    else:
+        from kb.render_text import render_override_report
+
+        render_override_report(report)
+    sys.exit(EXIT_FINDINGS if report.failed else 0)

@@ -1,0 +1,268 @@
+"""The corpus entry model: the front matter of one Markdown file, validated.
+
+The body's four sections are kept as text; the front matter is what the engine reads. Field rules
+here are the ones that need no other entry or data file; cross-entry and key-set checks live in
+``kb.validate``.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from kb.versions import VersionError, parse_spec
+
+AREAS: tuple[str, ...] = (
+    "ray",
+    "network",
+    "install",
+    "config",
+    "rollout",
+    "metrics",
+    "memory",
+    "data",
+    "checkpoint",
+    "tooling",
+)
+
+BODY_SECTIONS: tuple[str, ...] = ("What you see", "Why it happens", "Fix", "Check that it worked")
+
+VERSIONED_PACKAGES: tuple[str, ...] = (
+    "verl",
+    "torch",
+    "vllm",
+    "sglang",
+    "transformers",
+    "ray",
+    "flash_attn",
+    "cuda",
+    "tensordict",
+    "python",
+    "numpy",
+)
+
+ID_PATTERN = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
+
+OverrideValue = str | int | float | bool | None | list[str | int | float | bool]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def _check_spec(value: str) -> str:
+    try:
+        parse_spec(value)
+    except VersionError as exc:
+        raise ValueError(str(exc)) from None
+    return value
+
+
+class Symptom(_Strict):
+    """One line-level sign of the problem: a regex over a line, or an exception type."""
+
+    regex: str | None = None
+    exception: str | None = None
+    message: str | None = Field(default=None, description="regex on the exception message")
+    weight: float = Field(default=0.8, ge=0.0, le=1.0)
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> Symptom:
+        if (self.regex is None) == (self.exception is None):
+            raise ValueError("a symptom has exactly one of 'regex' or 'exception'")
+        if self.message is not None and self.exception is None:
+            raise ValueError("'message' refines an 'exception' symptom; a regex symptom cannot have one")
+        if self.exception is not None and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", self.exception):
+            raise ValueError(f"exception {self.exception!r} must be a bare class name like ValueError")
+        return self
+
+
+class MetricSignature(_Strict):
+    """A pattern in a metric series: a threshold crossed, a trend, non-finite values or a flat line."""
+
+    metric: str | list[str]
+    above: float | None = None
+    below: float | None = None
+    trend: Literal["rising", "falling"] | None = None
+    nonfinite: bool | None = None
+    flat: float | None = None
+    min_steps: int | None = Field(default=None, ge=1)
+
+    @model_validator(mode="after")
+    def _one_test(self) -> MetricSignature:
+        tests = [t for t in ("above", "below", "trend", "nonfinite", "flat") if getattr(self, t) is not None]
+        if len(tests) != 1:
+            raise ValueError("a metric signature has exactly one of above, below, trend, nonfinite or flat")
+        if self.nonfinite is False:
+            raise ValueError("'nonfinite' can only be true")
+        return self
+
+    @property
+    def names(self) -> list[str]:
+        return [self.metric] if isinstance(self.metric, str) else list(self.metric)
+
+    @property
+    def steps_needed(self) -> int:
+        if self.min_steps is not None:
+            return self.min_steps
+        return 10 if self.trend is not None else 1
+
+
+class VersionCheck(_Strict):
+    version: str
+    spec: str
+
+    @field_validator("version")
+    @classmethod
+    def _known_package(cls, value: str) -> str:
+        if value not in VERSIONED_PACKAGES:
+            raise ValueError(f"unknown package {value!r}; known: {', '.join(VERSIONED_PACKAGES)}")
+        return value
+
+    _spec = field_validator("spec")(classmethod(lambda cls, v: _check_spec(v)))
+
+
+class GpuCheck(_Strict):
+    gpu: list[str] = Field(min_length=1)
+
+
+class GpuNotCheck(_Strict):
+    gpu_not: list[str] = Field(min_length=1)
+
+
+class PlatformCheck(_Strict):
+    platform: Literal["aarch64", "x86_64", "ppc64le"]
+
+
+class OverrideCheck(_Strict):
+    override: str
+    equals: OverrideValue = None
+    present: bool | None = None
+
+    @model_validator(mode="after")
+    def _one_test(self) -> OverrideCheck:
+        if (self.present is None) == ("equals" not in self.model_fields_set):
+            raise ValueError("an override check has exactly one of 'equals' or 'present'")
+        return self
+
+
+class EnvCheck(_Strict):
+    env: str
+    present: bool = True
+
+
+class TextCheck(_Strict):
+    text: str
+
+
+Check = VersionCheck | GpuCheck | GpuNotCheck | PlatformCheck | OverrideCheck | EnvCheck | TextCheck
+
+
+class Condition(_Strict):
+    text: str = Field(min_length=3)
+    check: Check | None = None
+
+
+class Override(_Strict):
+    key: str
+    value: OverrideValue
+    verl: str
+    note: str | None = None
+
+    @field_validator("key")
+    @classmethod
+    def _bare_key(cls, value: str) -> str:
+        if value.startswith(("+", "~")):
+            raise ValueError(
+                f"write the key without Hydra's prefix ({value.lstrip('+~')!r}); "
+                "the version's key set decides whether '+' is needed"
+            )
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*", value):
+            raise ValueError(f"{value!r} is not a dotted config key")
+        return value
+
+    _verl = field_validator("verl")(classmethod(lambda cls, v: _check_spec(v)))
+
+
+class Fix(_Strict):
+    overrides: list[Override] = Field(default_factory=list)
+    actions: list[str] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _something(self) -> Fix:
+        if not self.overrides and not self.actions:
+            raise ValueError("a fix needs at least one override or action")
+        return self
+
+
+class FrontMatter(_Strict):
+    """The machine-read part of an entry."""
+
+    id: Annotated[str, Field(min_length=3, max_length=80)]
+    title: Annotated[str, Field(min_length=8, max_length=160)]
+    area: str
+    verl: str = ">=0.4"
+    symptoms: list[Symptom] = Field(default_factory=list)
+    metrics: list[MetricSignature] = Field(default_factory=list)
+    conditions: list[Condition] = Field(default_factory=list)
+    fix: Fix
+    questions: list[str] = Field(default_factory=list)
+    sources: list[str] = Field(min_length=1)
+    related: list[str] = Field(default_factory=list)
+
+    @field_validator("id")
+    @classmethod
+    def _slug(cls, value: str) -> str:
+        if not ID_PATTERN.fullmatch(value):
+            raise ValueError(f"id {value!r} must be lowercase letters, digits and single dashes")
+        return value
+
+    @field_validator("area")
+    @classmethod
+    def _known_area(cls, value: str) -> str:
+        if value not in AREAS:
+            raise ValueError(f"unknown area {value!r}; known: {', '.join(AREAS)}")
+        return value
+
+    _verl = field_validator("verl")(classmethod(lambda cls, v: _check_spec(v)))
+
+    @model_validator(mode="after")
+    def _has_signal(self) -> FrontMatter:
+        if not self.symptoms and not self.metrics:
+            raise ValueError("an entry needs at least one symptom or metric signature")
+        return self
+
+
+class Entry(BaseModel):
+    """A loaded entry: front matter, body sections and where it came from."""
+
+    model_config = ConfigDict(frozen=True)
+
+    meta: FrontMatter
+    sections: dict[str, str]
+    path: str
+
+    @property
+    def id(self) -> str:
+        return self.meta.id
+
+    @property
+    def title(self) -> str:
+        return self.meta.title
+
+    @property
+    def area(self) -> str:
+        return self.meta.area
+
+    @property
+    def cause(self) -> str:
+        return self.sections.get("Why it happens", "")
+
+    def to_public(self) -> dict[str, Any]:
+        """Every front-matter field plus the body, as plain JSON types."""
+        data = self.meta.model_dump(mode="json", exclude_none=True)
+        data["sections"] = dict(self.sections)
+        data["path"] = self.path
+        return data

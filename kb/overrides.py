@@ -1,0 +1,290 @@
+"""Hydra overrides: parse them from what users have, check them against a verl release, render them.
+
+Hydra's struct mode rejects a key the YAML lacks ("Could not override"), rejects '+' on a key it has
+("Could not append"), and composes '+key' for any key at all — even one verl never reads. This module
+tells these cases apart per release, with the fix.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+import shlex
+from collections.abc import Iterable
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel
+
+from kb.keysets import KeyInfo, KeyStatus, classify, release_keys, releases_with_key, rename_for, renames
+from kb.versions import KNOWN_RELEASES, in_range, nearest_release, parse_version
+
+_OVERRIDE_RE = re.compile(
+    r"^(?P<prefix>\+\+|\+|~)?(?P<key>[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z0-9_]+)*)(?:=(?P<value>.*))?$"
+)
+_NEEDS_QUOTES = re.compile(r"[\s,\[\]{}()'\"=:\\$*?]")
+
+Status = Literal["ok", "deprecated", "needs_plus", "remove_plus", "ignored", "unknown", "bad_value", "malformed"]
+
+
+class ParsedOverride(BaseModel):
+    text: str
+    prefix: str
+    key: str
+    value: str | None
+
+
+class OverrideVerdict(BaseModel):
+    """The verdict on one override for one verl release."""
+
+    text: str
+    key: str
+    status: Status
+    fails: bool  # Hydra would reject it, or verl would silently ignore it
+    message: str
+    suggestion: str | None = None
+
+
+class OverrideReport(BaseModel):
+    verl_version: str
+    release_checked: str
+    verdicts: list[OverrideVerdict]
+
+    @property
+    def failed(self) -> bool:
+        return any(v.fails for v in self.verdicts)
+
+
+def render_value(value: Any) -> str:
+    """A Python value as Hydra's override grammar spells it."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "True" if value else "False"
+    if isinstance(value, int | float):
+        return repr(value)
+    if isinstance(value, list):
+        return "[" + ",".join(render_value(v) for v in value) + "]"
+    text = str(value)
+    if text == "" or (_NEEDS_QUOTES.search(text) and not re.fullmatch(r"[\w./:@-]+", text)):
+        return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+    return text
+
+
+def render_override(key: str, value: Any, version: str) -> str:
+    """``key=value`` or ``+key=value`` as the given verl release needs it."""
+    info = classify(key, version)
+    return f"{info.prefix}{key}={render_value(value)}"
+
+
+def parse_override(text: str) -> ParsedOverride | None:
+    m = _OVERRIDE_RE.match(text.strip())
+    if not m:
+        return None
+    return ParsedOverride(text=text.strip(), prefix=m["prefix"] or "", key=m["key"], value=m["value"])
+
+
+def extract_overrides(text: str) -> list[str]:
+    """Override tokens from a command line, a shell script or a ``.hydra/overrides.yaml``."""
+    stripped = text.strip()
+    if stripped.startswith("- ") or stripped.startswith("[") or stripped == "[]":
+        try:
+            data = yaml.safe_load(stripped)
+        except yaml.YAMLError:
+            data = None
+        if isinstance(data, list):
+            return [str(item) for item in data]
+    joined = re.sub(r"\\\r?\n", " ", text)
+    tokens: list[str] = []
+    for line in joined.splitlines():
+        line = line.split(" #", 1)[0]
+        try:
+            parts = shlex.split(line, comments=False)
+        except ValueError:
+            parts = line.split()
+        start = 0
+        for i, tok in enumerate(parts):  # overrides follow the entry point; env assignments precede it
+            if tok.endswith(("main_ppo", "main_ppo.py", "main_generation", "main_eval")) or tok.endswith(".py"):
+                start = i + 1
+        tokens.extend(tok for tok in parts[start:] if _OVERRIDE_RE.match(tok) and ("=" in tok or tok.startswith("~")))
+    return tokens
+
+
+def _rename_hint(key: str, release: str) -> tuple[str, str] | None:
+    """(suggested key, reason) from the rename table, both directions."""
+    rename = rename_for(key)
+    if rename is not None and rename.typo:
+        return rename.new, f"{key} was never a verl key; the key is {rename.new}"
+    if rename is not None and in_range(release, f">={rename.since}"):
+        return rename.translate(key), f"renamed to {rename.translate(key)} in verl {rename.since}"
+    for r in renames():  # a new name used on a release that still had the old one
+        if (key == r.new or (r.prefix and key.startswith(r.new + "."))) and not in_range(release, f">={r.since}"):
+            old = r.old + key[len(r.new) :] if r.prefix else r.old
+            return old, f"verl {release} predates the name {key} (introduced in {r.since}); it used {old}"
+    return None
+
+
+def close_keys(key: str, release: str, limit: int = 3) -> list[str]:
+    keys = [k for k, v in release_keys(release).items() if v["kind"] != "map"]
+    tail = "." + key
+    suffix_hits = [k for k in keys if k.endswith(tail)]
+    fuzzy = difflib.get_close_matches(key, keys, n=limit, cutoff=0.75)
+    out: list[str] = []
+    for k in [*suffix_hits, *fuzzy]:
+        if k not in out:
+            out.append(k)
+    return out[:limit]
+
+
+def _where_else(key: str) -> str:
+    present = releases_with_key(key)
+    if not present:
+        return "no verl release from 0.4.0 to 0.9.1 has it"
+    if len(present) == 1:
+        return f"only verl {present[0]} has it"
+    return f"verl {present[0]} to {present[-1]} have it"
+
+
+def _value_problem(info: KeyInfo, value: str | None) -> str | None:
+    if value is None or info.kind not in ("int", "float"):
+        return None
+    v = value.strip().strip("'\"")
+    if v.lower() in ("null", "none") or v.startswith("${"):
+        return None
+    try:
+        float(v) if info.kind == "float" else int(float(v)) if re.fullmatch(r"-?\d+(\.0*)?(e\d+)?", v) else int(v)
+    except ValueError:
+        return f"'{value}' is not a number but the key holds {'an integer' if info.kind == 'int' else 'a number'}"
+    return None
+
+
+def _line(prefix: str, key: str, value: str | None) -> str:
+    return f"{prefix}{key}" + (f"={value}" if value is not None else "")
+
+
+def _suggest_key(key: str, value: str | None, release: str) -> tuple[str | None, str]:
+    hint = _rename_hint(key, release)
+    if hint is not None:
+        new_key, reason = hint
+        info = classify(new_key, release)
+        if info.status in (KeyStatus.PRESENT, KeyStatus.PLUS):
+            return _line(info.prefix, new_key, value), reason
+    close = close_keys(key, release)
+    if close:
+        info = classify(close[0], release)
+        extra = f" (other candidates: {', '.join(close[1:])})" if len(close) > 1 else ""
+        return _line(info.prefix, close[0], value), f"did you mean {close[0]}?{extra}"
+    return None, ""
+
+
+def check_one(parsed: ParsedOverride, release: str) -> OverrideVerdict:
+    key, value, prefix = parsed.key, parsed.value, parsed.prefix
+    info = classify(key, release)
+    in_yaml = key in release_keys(release)
+
+    def verdict(status: Status, fails: bool, message: str, suggestion: str | None = None) -> OverrideVerdict:
+        return OverrideVerdict(
+            text=parsed.text, key=key, status=status, fails=fails, message=message, suggestion=suggestion
+        )
+
+    if prefix == "~":
+        if in_yaml:
+            return verdict("ok", False, "deletes a key the config has")
+        return verdict("unknown", True, f"Hydra cannot delete {key}: verl {release} has no such key")
+
+    if info.status is KeyStatus.IGNORED:
+        suggestion = _replacement(key, value, release, info.use_instead)
+        why = f": {info.why}" if info.why else ""
+        if not in_yaml and prefix == "":
+            return verdict(
+                "ignored",
+                True,
+                f"Hydra rejects it (Could not override '{key}'), and with '+' verl {release} would ignore it{why}",
+                suggestion,
+            )
+        return verdict("ignored", True, f"verl {release} accepts {key} but no code reads it{why}", suggestion)
+
+    if prefix == "":
+        if in_yaml:
+            problem = _value_problem(info, value)
+            if problem:
+                return verdict("bad_value", True, f"{problem}; verl fails when it converts the config")
+            rename = rename_for(key)
+            if rename is not None and rename.deprecated and in_range(release, f">={rename.since}"):
+                return verdict(
+                    "deprecated",
+                    False,
+                    f"still works on verl {release} but is deprecated since {rename.since}",
+                    _line(classify(rename.new, release).prefix, rename.new, value),
+                )
+            return verdict("ok", False, f"verl {release} has this key")
+        if info.status is KeyStatus.PLUS:
+            return verdict(
+                "needs_plus",
+                True,
+                f"verl {release} reads {key} but its YAML lacks it: Hydra says \"Could not override '{key}'\"; add '+'",
+                _line("+", key, value),
+            )
+        suggestion, reason = _suggest_key(key, value, release)
+        return verdict(
+            "unknown",
+            True,
+            f"Hydra rejects it: Could not override '{key}' ({_where_else(key)})" + (f"; {reason}" if reason else ""),
+            suggestion,
+        )
+
+    # '+' or '++'
+    if in_yaml:
+        if prefix == "++":
+            return verdict("ok", False, f"verl {release} has this key; '++' overrides it")
+        return verdict(
+            "remove_plus",
+            True,
+            f"Hydra refuses: Could not append to config. An item is already at '{key}'; drop the '+'",
+            _line("", key, value),
+        )
+    if info.status is KeyStatus.PLUS:
+        return verdict("ok", False, f"verl {release} reads {key}; it is absent from the YAML, so '+' is right")
+    suggestion, reason = _suggest_key(key, value, release)
+    return verdict(
+        "unknown",
+        True,
+        f"Hydra adds it, but verl {release} never reads {key}, so it changes nothing"
+        + (f"; {reason}" if reason else ""),
+        suggestion,
+    )
+
+
+def _replacement(key: str, value: str | None, release: str, use: str | None) -> str | None:
+    """The override that does what an ignored one meant: the renamed key, else the note's 'use'."""
+    rename = rename_for(key)
+    for candidate in (rename.translate(key) if rename else None, use):
+        if candidate is None:
+            continue
+        info = classify(candidate, release)
+        if info.status in (KeyStatus.PRESENT, KeyStatus.PLUS) and info.kind != "map":
+            return _line(info.prefix, candidate, value)
+    return None
+
+
+def check_overrides(texts: Iterable[str], verl_version: str | None = None) -> OverrideReport:
+    """Check override strings against one verl release (the newest known when none is given)."""
+    version = verl_version or KNOWN_RELEASES[-1]
+    parse_version(version)
+    release = version if version in KNOWN_RELEASES else nearest_release(version)
+    verdicts = []
+    for text in texts:
+        parsed = parse_override(text)
+        if parsed is None:
+            verdicts.append(
+                OverrideVerdict(
+                    text=text,
+                    key="",
+                    status="malformed",
+                    fails=True,
+                    message="not a Hydra override: write key=value, +key=value, ++key=value or ~key",
+                )
+            )
+            continue
+        verdicts.append(check_one(parsed, release))
+    return OverrideReport(verl_version=version, release_checked=release, verdicts=verdicts)

@@ -1,0 +1,208 @@
+"""All symptom regexes at once, in linear time.
+
+Hyperscan (a DFA-style engine: no backtracking, so no catastrophic patterns) finds candidate lines
+for every pattern in one pass over the bytes; the ``regex`` package then confirms each candidate on
+its own line, under a timeout, and yields the matched span. Where Hyperscan is not installed, a
+literal prefilter plus the same confirmation gives the same answers, more slowly.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+import re._constants as sre_constants  # the stdlib parser, to prove patterns regular
+import re._parser as sre_parse
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import regex
+
+_hs: Any
+try:  # Hyperscan ships wheels for Linux x86_64/aarch64 only.
+    import hyperscan as _hs
+except ImportError:  # pragma: no cover - exercised on platforms without the wheel
+    _hs = None
+
+#: Seconds a single confirmation may take before the line is treated as not matching.
+CONFIRM_TIMEOUT = 0.05
+#: Longer lines are cut before confirmation; no symptom needs more context than this.
+MAX_CONFIRM_LINE = 16 * 1024
+
+
+class PatternError(ValueError):
+    """A pattern that does not compile or is not linear-time."""
+
+
+@dataclass(frozen=True)
+class LineMatch:
+    pattern_id: int
+    line_no: int  # 1-based
+    line: str
+    start: int
+    end: int
+
+
+def _sre_parse(pattern: str) -> sre_parse.SubPattern:
+    return sre_parse.parse(pattern)
+
+
+_FORBIDDEN = {
+    sre_constants.GROUPREF: "a back-reference",
+    sre_constants.GROUPREF_EXISTS: "a conditional group",
+    sre_constants.ASSERT: "a lookahead/lookbehind",
+    sre_constants.ASSERT_NOT: "a negative lookahead/lookbehind",
+}
+for _name, _what in (("ATOMIC_GROUP", "an atomic group"), ("POSSESSIVE_REPEAT", "a possessive repeat")):
+    if hasattr(sre_constants, _name):
+        _FORBIDDEN[getattr(sre_constants, _name)] = _what
+
+
+def _walk(sub: sre_parse.SubPattern | list[object]) -> Iterator[tuple[object, object]]:
+    for op, arg in sub:  # type: ignore[misc]
+        yield op, arg
+        args = arg if isinstance(arg, tuple | list) else (arg,)
+        for a in args:
+            if isinstance(a, sre_parse.SubPattern):
+                yield from _walk(a)
+            elif isinstance(a, list):
+                for b in a:
+                    if isinstance(b, sre_parse.SubPattern):
+                        yield from _walk(b)
+
+
+def check_linear(pattern: str) -> None:
+    """Raise :class:`PatternError` unless ``pattern`` compiles and uses only regular constructs."""
+    try:
+        re.compile(pattern)
+    except re.error as exc:
+        raise PatternError(f"does not compile: {exc}") from None
+    for op, _ in _walk(_sre_parse(pattern)):
+        if op in _FORBIDDEN:
+            raise PatternError(f"uses {_FORBIDDEN[op]}, which needs backtracking; linear-time engines reject it")
+
+
+def _required_literal(pattern: str) -> str | None:
+    """The longest literal every match must contain, for the prefilter; None when there is none."""
+    parsed = _sre_parse(pattern)
+    if parsed.state.flags & re.IGNORECASE:
+        return None
+    best, run = "", []
+    for op, arg in parsed:
+        if op is sre_constants.LITERAL:
+            run.append(chr(int(arg)))
+            continue
+        if len("".join(run)) > len(best):
+            best = "".join(run)
+        run = []
+    if len("".join(run)) > len(best):
+        best = "".join(run)
+    return best if len(best) >= 3 else None
+
+
+class PatternSet:
+    """A compiled set of line patterns; ``engine`` says which engine finds the candidates."""
+
+    def __init__(self, patterns: Sequence[str]) -> None:
+        self.patterns = list(patterns)
+        errors = []
+        for i, p in enumerate(self.patterns):
+            try:
+                check_linear(p)
+            except PatternError as exc:
+                errors.append((i, str(exc)))
+        if errors:
+            raise PatternError("; ".join(f"pattern {i}: {msg}" for i, msg in errors))
+        self._confirm = [regex.compile(p) for p in self.patterns]
+        self._literals = [_required_literal(p) for p in self.patterns]
+        self._db = self._compile_hyperscan() if _hs is not None and self.patterns else None
+
+    @property
+    def engine(self) -> str:
+        return "hyperscan" if self._db is not None else "prefilter"
+
+    def _compile_hyperscan(self) -> object:
+        assert _hs is not None
+        db = _hs.Database(mode=_hs.HS_MODE_BLOCK)
+        flags = [_hs.HS_FLAG_MULTILINE | _hs.HS_FLAG_ALLOWEMPTY] * len(self.patterns)
+        try:
+            db.compile(
+                expressions=[p.encode("utf-8") for p in self.patterns],
+                ids=list(range(len(self.patterns))),
+                elements=len(self.patterns),
+                flags=flags,
+            )
+        except _hs.error as exc:
+            raise PatternError(f"Hyperscan rejects the pattern set: {exc}") from None
+        return db
+
+    @staticmethod
+    def hyperscan_errors(patterns: Sequence[str]) -> list[tuple[int, str]]:
+        """Patterns Hyperscan refuses one by one (empty when Hyperscan is absent)."""
+        if _hs is None:
+            return []
+        bad = []
+        for i, p in enumerate(patterns):
+            db = _hs.Database(mode=_hs.HS_MODE_BLOCK)
+            try:
+                db.compile(expressions=[p.encode("utf-8")], flags=[_hs.HS_FLAG_MULTILINE | _hs.HS_FLAG_ALLOWEMPTY])
+            except _hs.error as exc:
+                bad.append((i, str(exc)))
+        return bad
+
+    def candidates(self, data: bytes) -> dict[int, set[int]]:
+        """Pattern id -> byte offsets of match ends in ``data`` (Hyperscan) or of every line start."""
+        found: dict[int, set[int]] = {}
+        if self._db is not None:
+
+            def on_match(pid: int, _from: int, to: int, _flags: int, _ctx: object) -> None:
+                found.setdefault(pid, set()).add(to)
+
+            self._db.scan(data, match_event_handler=on_match)  # type: ignore[attr-defined]
+        return found
+
+    def confirm(self, pattern_id: int, line: str) -> tuple[int, int] | None:
+        """The span of pattern ``pattern_id`` on ``line``, or None (also when it times out)."""
+        try:
+            m = self._confirm[pattern_id].search(line[:MAX_CONFIRM_LINE], timeout=CONFIRM_TIMEOUT)
+        except TimeoutError:
+            return None
+        return (m.start(), m.end()) if m else None
+
+    def match_lines(self, lines: Sequence[str], first_line_no: int = 1) -> list[LineMatch]:
+        """Every (pattern, line) pair that matches, for a list of lines."""
+        if not self.patterns or not lines:
+            return []
+        if self._db is not None:
+            return self._match_with_hyperscan(lines, first_line_no)
+        return self._match_with_prefilter(lines, first_line_no)
+
+    def _match_with_hyperscan(self, lines: Sequence[str], first_line_no: int) -> list[LineMatch]:
+        encoded = [ln.encode("utf-8", "replace") for ln in lines]
+        starts, pos = [], 0
+        for b in encoded:
+            starts.append(pos)
+            pos += len(b) + 1
+        data = b"\n".join(encoded)
+        pairs: set[tuple[int, int]] = set()
+        for pid, ends in self.candidates(data).items():
+            for end in ends:
+                idx = bisect.bisect_right(starts, max(end - 1, 0)) - 1
+                pairs.add((pid, idx))
+        return self._confirmed(sorted(pairs, key=lambda p: (p[1], p[0])), lines, first_line_no)
+
+    def _match_with_prefilter(self, lines: Sequence[str], first_line_no: int) -> list[LineMatch]:
+        pairs = []
+        for idx, line in enumerate(lines):
+            for pid, lit in enumerate(self._literals):
+                if lit is None or lit in line:
+                    pairs.append((pid, idx))
+        return self._confirmed(pairs, lines, first_line_no)
+
+    def _confirmed(self, pairs: Iterable[tuple[int, int]], lines: Sequence[str], first: int) -> list[LineMatch]:
+        out = []
+        for pid, idx in pairs:
+            span = self.confirm(pid, lines[idx])
+            if span is not None:
+                out.append(LineMatch(pid, first + idx, lines[idx], span[0], span[1]))
+        return out

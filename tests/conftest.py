@@ -1,0 +1,93 @@
+"""Shared fixtures: a small corpus written to disk, and the CLI runner."""
+
+from __future__ import annotations
+
+import textwrap
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+REPO = Path(__file__).resolve().parent.parent
+CORPUS = REPO / "corpus"
+FIXTURES = REPO / "tests" / "fixtures" / "entries"
+
+GOOD_FRONT = """\
+id: {id}
+title: Ray workers cannot register with the raylet
+area: {area}
+verl: ">=0.4"
+symptoms:
+  - regex: 'Unable to register worker with raylet'
+    weight: 0.95
+conditions:
+  - text: Ray runs inside a SLURM allocation
+    check: {{env: SLURM_JOB_ID, present: true}}
+fix:
+  overrides:
+    - {{key: ray_kwargs.ray_init.num_cpus, value: 16, verl: ">=0.6"}}
+    - {{key: ray_init.num_cpus, value: 16, verl: ">=0.4,<0.6"}}
+  actions:
+    - Set num_cpus to what the allocation grants.
+sources:
+  - https://github.com/verl-project/verl/blob/main/docs/faq/faq.rst
+"""
+
+GOOD_BODY = """\
+## What you see
+
+Workers fail to register.
+
+## Why it happens
+
+Ray sizes its pool from the node's cores.
+
+## Fix
+
+Set num_cpus.
+
+## Check that it worked
+
+The errors are gone.
+"""
+
+
+def entry_text(front: str, body: str = GOOD_BODY) -> str:
+    return f"---\n{front}---\n{body}"
+
+
+@pytest.fixture
+def make_corpus(tmp_path: Path) -> Callable[..., Path]:
+    """Write entries {relative path: text} plus fixtures for each id; returns the corpus root."""
+
+    def make(files: dict[str, str], with_fixtures: bool = True) -> Path:
+        root = tmp_path / "corpus"
+        for rel, text in files.items():
+            path = root / rel
+            path.parent.mkdir(parents=True, exist_ok=True)
+            if isinstance(text, bytes):
+                path.write_bytes(text)
+            else:
+                path.write_text(textwrap.dedent(text), encoding="utf-8")
+            if with_fixtures:
+                fx = tmp_path / "tests" / "fixtures" / "entries" / Path(rel).stem
+                fx.mkdir(parents=True, exist_ok=True)
+                (fx / "positive-a.log").write_text("Unable to register worker with raylet\n")
+                (fx / "negative-a.log").write_text("all good\n")
+        return root
+
+    return make
+
+
+@pytest.fixture
+def good_entry() -> Callable[[str, str], str]:
+    def make(entry_id: str = "ray-register", area: str = "ray") -> str:
+        return entry_text(GOOD_FRONT.format(id=entry_id, area=area))
+
+    return make
+
+
+@pytest.fixture
+def runner() -> CliRunner:
+    return CliRunner()
