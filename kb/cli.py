@@ -218,3 +218,134 @@ def check_overrides_cmd(
 
         render_override_report(report)
     sys.exit(EXIT_FINDINGS if report.failed else 0)
+
+
+# --------------------------------------------------------------------------- diagnosis
+
+
+def build_diagnoser(corpus_path: str | None = None, semantic: bool = True) -> Any:
+    """The corpus, its rules and a lazy retriever (the embedding model loads on first use only)."""
+    from kb.engine import Diagnoser
+
+    loaded = _load(_corpus_dir(corpus_path))
+
+    def retriever() -> Any:
+        from indexer.semantic import Embedder, EntryIndex
+
+        return EntryIndex(loaded.entries, Embedder(), loaded.fingerprint)
+
+    return Diagnoser(loaded, retriever if semantic else None)
+
+
+@main.command("match")
+@click.argument("source", default="-", metavar="[FILE|-]")
+@_corpus_option
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON (the schema every surface uses).")
+@click.option(
+    "--jsonl", is_flag=True, help='Batch mode: one {"id", "input"} request a line on stdin, one result a line out.'
+)
+@click.option("--top", default=3, show_default=True, type=click.IntRange(1, 20), help="How many diagnoses to show.")
+@click.option("--no-semantic", is_flag=True, help="Rules only: never load the embedding model.")
+def match_cmd(source: str, corpus_path: str | None, as_json: bool, jsonl: bool, top: int, no_semantic: bool) -> None:
+    """Diagnose a traceback, a log excerpt or a question (FILE, or stdin with '-').
+
+    \b
+    verl-doctor match error.log
+    python -m verl.trainer.main_ppo ... 2>&1 | tail -200 | verl-doctor match
+    verl-doctor match --json error.log
+
+    Exit 0 when a known problem matches, 1 when nothing matches with confidence, 2 on bad input.
+    """
+    from kb.inputs import InputError, read_input
+
+    diagnoser = build_diagnoser(corpus_path, semantic=not no_semantic)
+    if jsonl:
+        _match_jsonl(diagnoser, top)
+        return
+    try:
+        if source == "-":
+            if sys.stdin.isatty():
+                click.echo("Paste the traceback or log, then press Ctrl-D:", err=True)
+            given = read_input(sys.stdin.buffer, "stdin")
+        else:
+            path = Path(source)
+            if path.is_dir():
+                _fail(f"{source} is a directory; use `verl-doctor scan {source}` for a job's output directory")
+            with path.open("rb") as fh:
+                given = read_input(fh, source)
+    except OSError as exc:
+        _fail(f"cannot read {source}: {exc.strerror or exc}")
+    except InputError as exc:
+        _fail(str(exc))
+    result = diagnoser.diagnose(given.text, top=top)
+    result.notes = given.notes + result.notes
+    if as_json:
+        click.echo(result.model_dump_json(indent=1))
+    else:
+        from kb.render_text import render_result
+
+        render_result(result)
+    sys.exit(0 if not result.abstained else EXIT_FINDINGS)
+
+
+def _match_jsonl(diagnoser: Any, top: int) -> None:
+    from kb.inputs import InputError, decode
+
+    for n, raw in enumerate(sys.stdin.buffer, 1):
+        if not raw.strip():
+            continue
+        try:
+            request = json.loads(raw)
+            req_id = request.get("id", n) if isinstance(request, dict) else n
+            text = request.get("input") if isinstance(request, dict) else None
+            if not isinstance(text, str):
+                raise ValueError("each line must be a JSON object with a string 'input'")
+            given = decode(text.encode("utf-8", "replace"), f"request {req_id}")
+            result = diagnoser.diagnose(given.text, top=top)
+            result.notes = given.notes + result.notes
+            payload = {"id": req_id, **result.model_dump(mode="json")}
+        except (ValueError, InputError) as exc:
+            payload = {"id": n, "error": str(exc)}
+        click.echo(json.dumps(payload, ensure_ascii=False))
+        sys.stdout.flush()
+
+
+@main.command("index")
+@_corpus_option
+def index_cmd(corpus_path: str | None) -> None:
+    """Rebuild the semantic index of the corpus now (it also rebuilds itself when stale)."""
+    import shutil
+
+    from indexer.semantic import Embedder, EntryIndex
+
+    loaded = _load(_corpus_dir(corpus_path))
+    embedder = Embedder()
+    index = EntryIndex(loaded.entries, embedder, loaded.fingerprint)
+    if not index.rebuilt:
+        shutil.rmtree(index.path, ignore_errors=True)
+        index = EntryIndex(loaded.entries, embedder, loaded.fingerprint)
+    click.echo(f"indexed {len(loaded.entries)} entries with {embedder.name} into {index.path}")
+
+
+@main.command("eval")
+@click.argument("cases", nargs=-1, required=True, type=click.Path(exists=True))
+@_corpus_option
+@click.option("--json", "as_json", is_flag=True, help="Print the figures as JSON.")
+@click.option("--no-semantic", is_flag=True, help="Rules only.")
+def eval_cmd(cases: tuple[str, ...], corpus_path: str | None, as_json: bool, no_semantic: bool) -> None:
+    """Score the engine on eval cases (JSONL files or directories of them): top-1, top-3, MRR,
+    abstention precision and recall, a per-area table, and every miss."""
+    from kb.evaluation import load_cases, run_eval
+
+    try:
+        loaded_cases = load_cases([Path(c) for c in cases])
+    except ValueError as exc:
+        _fail(str(exc))
+    diagnoser = build_diagnoser(corpus_path, semantic=not no_semantic)
+    report = run_eval(diagnoser, loaded_cases)
+    if as_json:
+        click.echo(report.model_dump_json(indent=1))
+    else:
+        from kb.evaluation import render_report
+
+        render_report(report)

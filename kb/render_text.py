@@ -8,6 +8,7 @@ from rich.table import Table
 
 from kb.entry import Entry
 from kb.overrides import OverrideReport, render_override
+from kb.result import Result
 from kb.versions import KNOWN_RELEASES, in_range
 
 _STATUS_STYLE = {
@@ -75,3 +76,54 @@ def render_entry(entry: Entry, version: str | None, out: Console | None = None) 
     out.print("Sources:", style="bold")
     for s in m.sources:
         out.print(f"  {s}", markup=False)
+
+
+_VERDICT_STYLE = {"match": "bold green", "possible": "yellow"}
+_COND_MARK = {"holds": "[green]holds[/]", "fails": "[red]fails[/]", "unknown": "[dim]unknown[/]"}
+
+
+def render_result(result: Result, out: Console | None = None) -> None:
+    """The readable report of one diagnosis: best match first, with its evidence."""
+    out = out or console()
+    sig = result.signals
+    facts = [f"{k} {v}" for k, v in sig.versions.items()]
+    if sig.gpu:
+        facts.append(sig.gpu)
+    if sig.exceptions:
+        facts.append("exceptions: " + ", ".join(dict.fromkeys(sig.exceptions)))
+    if facts:
+        out.print("Seen: " + "; ".join(facts), style="dim", markup=False)
+    for note in result.notes:
+        out.print(f"note: {note}", style="dim", markup=False)
+    if not result.matches:
+        out.print("No known problem matches this input. Try `verl-doctor corpus list` or ask in words.")
+        return
+    if result.abstained:
+        out.print("Nothing matches with confidence; closest entries:", style="yellow")
+    for i, m in enumerate(result.matches, 1):
+        out.rule(f"{i}. {m.id}")
+        out.print(f"[{_VERDICT_STYLE[m.verdict]}]{m.verdict}[/] {m.confidence:.2f}  ", end="")
+        out.print(m.title, style="bold", markup=False)
+        first = m.cause.split("\n\n")[0].strip()
+        if first:
+            out.print(first, markup=False)
+        if m.conditions:
+            out.print("Conditions:", style="bold")
+            for c in m.conditions:
+                out.print(f"  {_COND_MARK[c.status]} ", end="")
+                out.print(c.text, markup=False)
+        if m.overrides:
+            version = f" (verl {result.verl_version_used})" if result.verl_version_used else ""
+            out.print(f"Fix{version}:", style="bold")
+            for o in m.overrides:
+                label = "" if result.verl_version_used else f"   # verl {o.verl}"
+                out.print(f"  {o.line}{label}", markup=False)
+        for a in m.actions:
+            out.print(f"  - {a}", markup=False)
+        if m.evidence:
+            out.print("Evidence:", style="bold")
+            for ev in m.evidence[:5]:
+                where = f"line {ev.line_no}: " if ev.line_no else ""
+                out.print(f"  [{ev.kind}] {where}{ev.text[:200]}", markup=False)
+        if i == 1 and m.sources:
+            out.print("Sources: " + ", ".join(m.sources[:3]), style="dim", markup=False)

@@ -91,3 +91,17 @@ def good_entry() -> Callable[[str, str], str]:
 @pytest.fixture
 def runner() -> CliRunner:
     return CliRunner()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--bless", action="store_true", help="Rewrite the expected.json snapshots of entry fixtures from the engine."
+    )
+
+
+@pytest.fixture(scope="session")
+def diagnoser():  # type: ignore[no-untyped-def]
+    """The bundled corpus with rules and the real embedding model, loaded once per test run."""
+    from kb.cli import build_diagnoser
+
+    return build_diagnoser(str(CORPUS))

@@ -1,0 +1,229 @@
+"""The diagnosis pipeline: normalise, extract signals, rules first, semantic second, fuse, abstain."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from kb.corpus import Corpus
+from kb.entry import Entry
+from kb.overrides import render_override, render_value
+from kb.result import ConditionResult, Evidence, Match, RenderedOverride, Result, SignalsSummary
+from kb.retriever import Retriever
+from kb.rules import RuleEngine, check_condition
+from kb.signals import Line, Signals, extract_signals, split_lines
+from kb.versions import KNOWN_RELEASES, VersionError, in_range
+
+#: Rule confidence at or above which the semantic layer is not consulted at all (and never imported).
+RULES_DECISIVE = 0.85
+MATCH_THRESHOLD = 0.70
+POSSIBLE_THRESHOLD = 0.40
+#: Semantic similarity (cosine, normalised MiniLM vectors) at which a question counts as answered.
+_SEM_FLOOR, _SEM_FULL = 0.30, 0.75
+
+
+@dataclass
+class Candidate:
+    entry: Entry
+    rule: float = 0.0
+    semantic: float = 0.0
+    lexical: float = 0.0
+    evidence: list[Evidence] | None = None
+    question: bool = False
+
+
+def distill(lines: list[Line], signals: Signals, max_chars: int = 1200) -> str:
+    """The part of an input worth embedding: exceptions, Hydra errors, verl frames, error-looking lines.
+
+    A plain question (no exception, few lines) is returned as it is.
+    """
+    if is_question(lines, signals):
+        return " ".join(ln.text.strip() for ln in lines)[:max_chars]
+    parts: list[str] = []
+    for exc in signals.exceptions[-3:]:
+        parts.append(f"{exc.type}: {exc.message}")
+    for h in signals.hydra[:3]:
+        parts.append(lines_by_no(lines, h.line_no))
+    verl_frames = [f for f in signals.frames if f.is_verl][-3:]
+    parts += [f"{f.path.split('/verl/')[-1]} {f.function}" for f in verl_frames]
+    if len(" ".join(parts)) < 200:
+        keywords = ("error", "Error", "failed", "Failed", "Exception", "refused", "timeout", "killed", "WARN")
+        parts += [ln.text.strip() for ln in lines if any(k in ln.text for k in keywords)][-5:]
+    text = " ".join(dict.fromkeys(p for p in parts if p))
+    if not text:
+        text = " ".join(ln.text.strip() for ln in lines[-10:])
+    return text[:max_chars]
+
+
+def is_question(lines: list[Line], signals: Signals) -> bool:
+    """Words rather than output: no exception, no Hydra error, no metrics, a few lines."""
+    return not (signals.exceptions or signals.hydra or signals.metrics or signals.frames) and len(lines) <= 6
+
+
+def lines_by_no(lines: list[Line], no: int) -> str:
+    idx = no - (lines[0].no if lines else 1)
+    return lines[idx].text.strip() if 0 <= idx < len(lines) else ""
+
+
+def _semantic_confidence(sim: float) -> float:
+    if sim <= _SEM_FLOOR:
+        return 0.0
+    return min(1.0, (sim - _SEM_FLOOR) / (_SEM_FULL - _SEM_FLOOR))
+
+
+class Diagnoser:
+    """Holds the corpus, the compiled rules, and (lazily) the retriever."""
+
+    def __init__(self, corpus: Corpus, retriever_factory: Callable[[], Retriever] | None = None) -> None:
+        self.corpus = corpus
+        self.entries = corpus.by_id()
+        self.rules = RuleEngine(corpus.entries)
+        self._retriever_factory = retriever_factory
+        self._retriever: Retriever | None = None
+        self.kb_version = corpus.fingerprint
+
+    @property
+    def retriever(self) -> Retriever | None:
+        if self._retriever is None and self._retriever_factory is not None:
+            self._retriever = self._retriever_factory()
+        return self._retriever
+
+    def diagnose(self, text: str, top: int = 5, semantic: bool = True) -> Result:
+        lines = split_lines(text)
+        signals = extract_signals(lines)
+        hits = self.rules.evaluate(lines, signals)
+        cands: dict[str, Candidate] = {
+            eid: Candidate(self.entries[eid], rule=h.score, evidence=list(h.evidence)) for eid, h in hits.items()
+        }
+        best_rule = max((c.rule for c in cands.values()), default=0.0)
+        notes: list[str] = []
+        if semantic and best_rule < RULES_DECISIVE and self._retriever_factory is not None:
+            query = distill(lines, signals)
+            question = is_question(lines, signals)
+            retriever = self.retriever
+            if retriever is not None:
+                for eid, score, kind in retriever.search(query, k=8):
+                    if eid not in self.entries:
+                        continue
+                    c = cands.setdefault(eid, Candidate(self.entries[eid], evidence=[]))
+                    c.question = question
+                    if kind == "semantic":
+                        c.semantic = max(c.semantic, score)
+                    else:
+                        c.lexical = max(c.lexical, score)
+        elif best_rule >= RULES_DECISIVE:
+            notes.append("decided by rules; semantic search not needed")
+
+        version = self._version_for(signals)
+        matches = [self._match(c, signals, lines, version) for c in cands.values()]
+        matches = [m for m in matches if m.confidence >= POSSIBLE_THRESHOLD]
+        matches.sort(key=lambda m: (-m.confidence, m.id))
+        matches = matches[:top]
+        abstained = not any(m.verdict == "match" for m in matches)
+        if abstained and not matches:
+            notes.append("no known problem fits this input well enough")
+        return Result(
+            kb_version=self.kb_version,
+            abstained=abstained,
+            verl_version_used=version,
+            signals=_summary(signals),
+            matches=matches,
+            notes=notes,
+        )
+
+    @staticmethod
+    def _version_for(signals: Signals) -> str | None:
+        found = signals.versions.get("verl")
+        if found is None:
+            return None
+        try:
+            in_range(found, ">=0")
+        except VersionError:
+            return None
+        return found
+
+    def _confidence(self, c: Candidate) -> tuple[float, list[Evidence]]:
+        evidence = list(c.evidence or [])
+        sem = _semantic_confidence(c.semantic)
+        # Lexical agreement only ever supports the semantic score; alone it is too weak to claim anything.
+        # A question may be answered by similarity alone; a log with errors in it needs a rule to be claimed,
+        # since near misses (the same library, another failure) read alike.
+        cap = 0.74 if c.question else 0.62
+        retrieval = min(cap, sem * 0.62 + c.lexical * 0.12 * (1 if sem > 0 else 0))
+        if c.semantic > 0:
+            evidence.append(Evidence(kind="semantic", text=f"similar to this entry (cosine {c.semantic:.2f})"))
+        conf = c.rule + (1 - c.rule) * retrieval * 0.5 if c.rule > 0 else retrieval
+        return conf, evidence
+
+    def _match(self, c: Candidate, signals: Signals, lines: list[Line], version: str | None) -> Match:
+        entry = c.entry
+        conf, evidence = self._confidence(c)
+        conditions = [
+            ConditionResult(text=cond.text, status=check_condition(cond, signals, lines))
+            for cond in entry.meta.conditions
+        ]
+        fails = sum(1 for x in conditions if x.status == "fails")
+        holds = sum(1 for x in conditions if x.status == "holds")
+        conf *= 0.8**fails
+        conf = min(0.99, conf + 0.02 * holds * (1 - conf))
+        if version is not None and _entry_excludes(entry, version):
+            conf *= 0.6
+        conf = round(max(0.0, min(1.0, conf)), 3)
+        return Match(
+            id=entry.id,
+            title=entry.title,
+            area=entry.area,
+            confidence=conf,
+            verdict="match" if conf >= MATCH_THRESHOLD else "possible",
+            cause=entry.cause,
+            conditions=conditions,
+            overrides=rendered_overrides(entry, version),
+            actions=list(entry.meta.fix.actions),
+            evidence=evidence,
+            sources=list(entry.meta.sources),
+        )
+
+
+def _entry_excludes(entry: Entry, version: str) -> bool:
+    try:
+        return not in_range(version, entry.meta.verl)
+    except VersionError:
+        return False
+
+
+def rendered_overrides(entry: Entry, version: str | None) -> list[RenderedOverride]:
+    """The entry's overrides for ``version``; for an unknown version, every range's line."""
+    out = []
+    for ov in entry.meta.fix.overrides:
+        if version is not None:
+            try:
+                applies = in_range(version, ov.verl)
+            except VersionError:
+                applies = True
+            if not applies:
+                continue
+            target = version
+        else:
+            covered = [r for r in KNOWN_RELEASES if in_range(r, ov.verl)]
+            if not covered:
+                continue
+            target = covered[-1]
+        out.append(
+            RenderedOverride(
+                key=ov.key, value=render_value(ov.value), line=render_override(ov.key, ov.value, target), verl=ov.verl
+            )
+        )
+    return out
+
+
+def _summary(signals: Signals) -> SignalsSummary:
+    return SignalsSummary(
+        exceptions=[e.type for e in signals.exceptions][:10],
+        hydra_errors=[f"{h.kind}: {h.key}" for h in signals.hydra if h.kind != "full_key"][:10],
+        versions=dict(signals.versions),
+        gpu=signals.gpus[0] if signals.gpus else None,
+        platform=signals.platform,
+        overrides=dict(list(signals.overrides.items())[:100]),
+        metrics=sorted(signals.metrics)[:200],
+        lines=signals.line_count,
+    )

@@ -1,0 +1,64 @@
+"""The one result schema every surface renders (CLI --json, HTTP, MCP, TUI)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+ConditionStatus = Literal["holds", "fails", "unknown"]
+EvidenceKind = Literal["regex", "exception", "metric", "semantic", "lexical"]
+
+
+class ConditionResult(BaseModel):
+    text: str
+    status: ConditionStatus
+
+
+class RenderedOverride(BaseModel):
+    key: str
+    value: str
+    line: str = Field(description="the override as typed on the command line, with '+' where needed")
+    verl: str = Field(description="the verl versions this line applies to")
+
+
+class Evidence(BaseModel):
+    kind: EvidenceKind
+    text: str = Field(description="the input line (or metric summary) that fired")
+    line_no: int | None = Field(default=None, description="1-based line in the input")
+    pattern: str | None = Field(default=None, description="the regex, exception type or metric test that fired")
+    steps: tuple[int, int] | None = Field(default=None, description="first and last step of a metric signature")
+
+
+class Match(BaseModel):
+    id: str
+    title: str
+    area: str
+    confidence: float = Field(ge=0.0, le=1.0)
+    verdict: Literal["match", "possible"]
+    cause: str
+    conditions: list[ConditionResult]
+    overrides: list[RenderedOverride]
+    actions: list[str]
+    evidence: list[Evidence]
+    sources: list[str]
+
+
+class SignalsSummary(BaseModel):
+    exceptions: list[str] = Field(default_factory=list)
+    hydra_errors: list[str] = Field(default_factory=list)
+    versions: dict[str, str] = Field(default_factory=dict)
+    gpu: str | None = None
+    platform: str | None = None
+    overrides: dict[str, str] = Field(default_factory=dict)
+    metrics: list[str] = Field(default_factory=list)
+    lines: int = 0
+
+
+class Result(BaseModel):
+    kb_version: str
+    abstained: bool
+    verl_version_used: str | None = Field(default=None, description="the verl version overrides are rendered for")
+    signals: SignalsSummary
+    matches: list[Match]
+    notes: list[str] = Field(default_factory=list)

@@ -1,0 +1,221 @@
+"""The rules layer: symptom regexes, exception types, metric signatures and condition checks."""
+
+from __future__ import annotations
+
+import itertools
+import math
+import re
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import regex
+
+from kb.entry import (
+    Condition,
+    Entry,
+    EnvCheck,
+    GpuCheck,
+    GpuNotCheck,
+    MetricSignature,
+    OverrideCheck,
+    PlatformCheck,
+    TextCheck,
+    VersionCheck,
+)
+from kb.patterns import CONFIRM_TIMEOUT, PatternSet
+from kb.result import ConditionStatus, Evidence
+from kb.signals import Line, MetricPoint, Signals, is_finite
+from kb.versions import VersionError, in_range
+
+
+@dataclass
+class RuleHit:
+    entry_id: str
+    score: float
+    evidence: list[Evidence] = field(default_factory=list)
+
+
+class RuleEngine:
+    """All symptom regexes of a corpus compiled once; evaluates entries against lines and signals."""
+
+    def __init__(self, entries: Sequence[Entry]) -> None:
+        self.entries = {e.id: e for e in entries}
+        patterns: list[str] = []
+        self._owners: list[tuple[str, float]] = []
+        for e in entries:
+            for s in e.meta.symptoms:
+                if s.regex:
+                    patterns.append(s.regex)
+                    self._owners.append((e.id, s.weight))
+        self.patterns = PatternSet(patterns)
+        self._exc: dict[str, list[tuple[str, float, regex.Pattern[str] | None]]] = defaultdict(list)
+        for e in entries:
+            for s in e.meta.symptoms:
+                if s.exception:
+                    msg = regex.compile(s.message) if s.message else None
+                    self._exc[s.exception].append((e.id, s.weight, msg))
+
+    def evaluate(self, lines: Sequence[Line], signals: Signals) -> dict[str, RuleHit]:
+        hits: dict[str, RuleHit] = {}
+        weights: dict[str, list[float]] = defaultdict(list)
+
+        def add(entry_id: str, weight: float, ev: Evidence) -> None:
+            hit = hits.setdefault(entry_id, RuleHit(entry_id, 0.0))
+            if len(hit.evidence) < 12 and not any(
+                x.line_no == ev.line_no and x.kind == ev.kind for x in hit.evidence if ev.line_no
+            ):
+                hit.evidence.append(ev)
+            weights[entry_id].append(weight)
+
+        for m in self.patterns.match_lines([ln.text for ln in lines], first_line_no=lines[0].no if lines else 1):
+            entry_id, weight = self._owners[m.pattern_id]
+            add(
+                entry_id,
+                weight,
+                Evidence(
+                    kind="regex",
+                    text=lines[m.line_no - lines[0].no].raw.strip()[:500],
+                    line_no=m.line_no,
+                    pattern=self.patterns.patterns[m.pattern_id],
+                ),
+            )
+        for exc in signals.exceptions:
+            for entry_id, weight, msg in self._exc.get(exc.type, []):
+                if msg is not None:
+                    try:
+                        if not msg.search(exc.message, timeout=CONFIRM_TIMEOUT):
+                            continue
+                    except TimeoutError:
+                        continue
+                add(
+                    entry_id,
+                    weight,
+                    Evidence(
+                        kind="exception", text=f"{exc.type}: {exc.message}"[:500], line_no=exc.line_no, pattern=exc.type
+                    ),
+                )
+        for entry in self.entries.values():
+            for sig in entry.meta.metrics:
+                ev = evaluate_metric(sig, signals.metrics)
+                if ev is not None:
+                    add(entry.id, metric_weight(sig), ev)
+        for entry_id, ws in weights.items():
+            distinct = sorted(set(ws), reverse=True)
+            # Several independent signs of the same problem add up, with diminishing returns.
+            score = distinct[0]
+            for w in distinct[1:3]:
+                score += (1 - score) * w * 0.3
+            hits[entry_id].score = min(score, 0.99)
+        return hits
+
+
+def metric_weight(sig: MetricSignature) -> float:
+    if sig.nonfinite:
+        return 0.9
+    if sig.trend is not None:
+        return 0.75
+    return 0.85
+
+
+def _describe(sig: MetricSignature) -> str:
+    if sig.above is not None:
+        return f"above {sig.above}"
+    if sig.below is not None:
+        return f"below {sig.below}"
+    if sig.trend is not None:
+        return f"{sig.trend} over {sig.steps_needed}+ steps"
+    if sig.nonfinite:
+        return "NaN or inf"
+    return f"flat at {sig.flat}"
+
+
+def _trend(points: list[MetricPoint], rising: bool) -> bool:
+    """A monotone-ish trend: the last third's median beyond the first third's, with most steps agreeing."""
+    values = [p.value for p in points if is_finite(p.value)]
+    if len(values) < 3:
+        return False
+    third = max(1, len(values) // 3)
+    head, tail = sorted(values[:third]), sorted(values[-third:])
+    h, t = head[len(head) // 2], tail[len(tail) // 2]
+    ups = sum(1 for a, b in itertools.pairwise(values) if (b > a if rising else b < a))
+    agree = ups / (len(values) - 1)
+    change = (t - h) if rising else (h - t)
+    scale = max(abs(h), abs(t), 1e-9)
+    return change / scale > 0.5 and agree >= 0.55
+
+
+def evaluate_metric(sig: MetricSignature, metrics: dict[str, list[MetricPoint]]) -> Evidence | None:
+    for name in sig.names:
+        series = metrics.get(name)
+        if not series:
+            continue
+        need = sig.steps_needed
+        chosen: list[MetricPoint] = []
+        if sig.nonfinite:
+            chosen = [p for p in series if not is_finite(p.value)]
+        elif sig.above is not None:
+            chosen = [p for p in series if is_finite(p.value) and p.value > sig.above]
+        elif sig.below is not None:
+            chosen = [p for p in series if is_finite(p.value) and p.value < sig.below]
+        elif sig.flat is not None:
+            tail = series[-max(need, 3) :]
+            if len(series) >= need and all(
+                is_finite(p.value) and math.isclose(p.value, sig.flat, abs_tol=1e-6) for p in tail
+            ):
+                chosen = tail
+        elif sig.trend is not None and len(series) >= need and _trend(series, sig.trend == "rising"):
+            chosen = series
+        if len(chosen) >= need and chosen:
+            last = chosen[-1]
+            values = ", ".join(f"{p.step}:{p.value:.4g}" for p in chosen[-4:])
+            return Evidence(
+                kind="metric",
+                text=f"{name} {_describe(sig)} at {len(chosen)} step(s) (step:value {values})",
+                line_no=last.line_no,
+                pattern=f"{name} {_describe(sig)}",
+                steps=(chosen[0].step, last.step),
+            )
+    return None
+
+
+def check_condition(cond: Condition, signals: Signals, lines: Sequence[Line]) -> ConditionStatus:
+    check = cond.check
+    if check is None:
+        return "unknown"
+    if isinstance(check, VersionCheck):
+        found = signals.versions.get(check.version)
+        if found is None:
+            return "unknown"
+        try:
+            return "holds" if in_range(found, check.spec) else "fails"
+        except VersionError:
+            return "unknown"
+    if isinstance(check, GpuCheck | GpuNotCheck):
+        if not signals.gpus:
+            return "unknown"
+        wanted = check.gpu if isinstance(check, GpuCheck) else check.gpu_not
+        hit = any(w.lower() in g.lower() for g in signals.gpus for w in wanted)
+        return "holds" if hit == isinstance(check, GpuCheck) else "fails"
+    if isinstance(check, PlatformCheck):
+        if signals.platform is None:
+            return "unknown"
+        return "holds" if signals.platform == check.platform else "fails"
+    if isinstance(check, OverrideCheck):
+        if not signals.overrides:
+            return "unknown"
+        value = signals.overrides.get(check.override)
+        if check.present is not None:
+            return "holds" if (value is not None) == check.present else "fails"
+        if value is None:
+            return "unknown"
+        return "holds" if value.lower() == str(check.equals).lower() else "fails"
+    if isinstance(check, EnvCheck):
+        seen = check.env in signals.env
+        if not seen and not check.present:
+            return "unknown"
+        return "holds" if seen == check.present else ("unknown" if not seen else "fails")
+    if isinstance(check, TextCheck):
+        rx = re.compile(check.text)
+        return "holds" if any(rx.search(ln.text) for ln in lines) else "unknown"
+    return "unknown"
