@@ -32,10 +32,16 @@ setup: $(VENV)/.installed
 
 dev: $(VENV)/.dev
 
+# Until the HTTP server lands, the main job is a diagnosis of a real verl 0.9.1 failure.
+SAMPLE := tests/fixtures/entries/ray-init-num-cpus-renamed/positive-real-0.9.1.log
+
 run: setup
 	$(BIN)/verl-doctor corpus validate
-	$(BIN)/verl-doctor check-overrides --verl-version 0.9.1 -- \
-	  ray_init.num_cpus=16 trainer.nnode=2 data.cache_dir=/x actor_rollout_ref.actor.use_torch_compile=False || true
+	$(BIN)/verl-doctor index
+	$(BIN)/verl-doctor match $(SAMPLE)
+
+eval: setup
+	$(BIN)/verl-doctor eval tests/eval/cases
 
 test: dev
 	$(BIN)/python -m pytest -q

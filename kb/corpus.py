@@ -60,16 +60,17 @@ class CorpusError(Exception):
     """The corpus as a whole cannot be read (missing or empty directory)."""
 
 
-class _NoAliasLoader(yaml.SafeLoader):
-    """SafeLoader that refuses aliases: entries never need them and they enable 'billion laughs'."""
+_FastLoader: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
-    def compose_node(self, parent: Any, index: Any) -> Any:
-        if self.check_event(yaml.AliasEvent):
-            event = self.peek_event()
+
+def _refuse_aliases(text: str) -> None:
+    """Aliases (*name) are never needed in an entry and are how a 'billion laughs' document explodes."""
+    for event in yaml.parse(text, Loader=_FastLoader):
+        if isinstance(event, yaml.AliasEvent):
             raise yaml.MarkedYAMLError(
-                problem="YAML aliases (*name) are not allowed in entries", problem_mark=event.start_mark
+                problem="YAML aliases (*name) are not allowed in entries",
+                problem_mark=event.start_mark,  # type: ignore[arg-type]
             )
-        return super().compose_node(parent, index)
 
 
 _MD = MarkdownIt("commonmark").use(front_matter_plugin)
@@ -151,18 +152,16 @@ def parse_entry(path: Path, display: str | None = None) -> tuple[Entry | None, l
     fm_token = tokens[0]
     fm_first_line = (fm_token.map[0] if fm_token.map else 0) + 2  # 1-based line of the first YAML line
 
-    loader = _NoAliasLoader(fm_token.content)
+    node: yaml.Node | None = None
     try:
-        node = loader.get_single_node()
-        data = loader.construct_document(node) if node is not None else None
+        _refuse_aliases(fm_token.content)
+        data = yaml.load(fm_token.content, Loader=_FastLoader)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = fm_first_line + (mark.line if mark else 0)
         return None, [EntryProblem(name, line, f"front matter is not valid YAML: {exc.problem or exc.context}")]
     except yaml.YAMLError as exc:
         return None, [EntryProblem(name, fm_first_line, f"front matter is not valid YAML: {exc}")]
-    finally:
-        loader.dispose()
     if not isinstance(data, dict):
         return None, [EntryProblem(name, fm_first_line, "front matter must be a mapping of fields (id, title, ...)")]
 
@@ -170,6 +169,7 @@ def parse_entry(path: Path, display: str | None = None) -> tuple[Entry | None, l
     try:
         meta = FrontMatter.model_validate(data)
     except ValidationError as exc:
+        node = yaml.compose(fm_token.content, Loader=_FastLoader)  # only now: line numbers for the messages
         for err in exc.errors():
             rel = _line_of(node, tuple(err["loc"]))
             problems.append(EntryProblem(name, fm_first_line + (rel or 0), _describe(dict(err))))
@@ -193,6 +193,8 @@ def parse_entry(path: Path, display: str | None = None) -> tuple[Entry | None, l
 
     if meta is not None:
         folder = path.parent.name
+        if meta.area != folder or path.stem != meta.id:
+            node = yaml.compose(fm_token.content, Loader=_FastLoader)
         if meta.area != folder:
             line = fm_first_line + (_line_of(node, ("area",)) or 0)
             problems.append(EntryProblem(name, line, f"area '{meta.area}' does not match the folder '{folder}/'"))

@@ -5,6 +5,7 @@ from __future__ import annotations
 from rich.console import Console
 from rich.markdown import Markdown
 from rich.table import Table
+from rich.text import Text
 
 from kb.entry import Entry
 from kb.overrides import OverrideReport, render_override
@@ -67,7 +68,7 @@ def render_entry(entry: Entry, version: str | None, out: Console | None = None) 
     if m.fix.overrides:
         table = Table("verl", "override", box=None, pad_edge=False)
         for spec, line in overrides_by_version(entry, version):
-            table.add_row(spec, line)
+            table.add_row(Text(spec), Text(line))
         out.print(table)
     for action in m.fix.actions:
         out.print(f"- {action}", markup=False)

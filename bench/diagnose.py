@@ -1,0 +1,97 @@
+"""Engine benchmarks, each measured against its named baseline in the same run.
+
+1. Warm diagnosis of a 300-line Ray-wrapped traceback vs the bare embedding call on the same text
+   (target: <= 1.5x). The traceback has no rule hit, so the semantic layer runs.
+2. Cold `verl-doctor match` on a traceback the rules decide vs `python -c "import sentence_transformers"`
+   (target: <= 0.2x).
+
+Usage: .venv/bin/python bench/diagnose.py [--repeat N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+BIN = Path(sys.executable).parent
+FRAME_FILE = "/opt/verl/verl/workers/engine/fsdp/transformer_impl.py"
+
+
+def ray_wrapped_traceback(lines: int = 300) -> str:
+    """A long, noisy paste: Ray prefixes, ANSI colours, many frames, an error no rule knows."""
+    out = ["\x1b[36m(TaskRunner pid=41873)\x1b[0m Traceback (most recent call last):"]
+    i = 0
+    while len(out) < lines - 3:
+        out.append(
+            f'(TaskRunner pid=41873)   File "{FRAME_FILE}", line {100 + i}, in forward_step'
+        )
+        out.append(f"(TaskRunner pid=41873)     output = self.module(**inputs_{i})")
+        out.append(f"(WorkerDict pid=2211, ip=10.0.0.7) [rank{i % 8}]: INFO step {i} waiting for collective")
+        i += 1
+    out.append("(TaskRunner pid=41873) RuntimeError: shape mismatch in rotary embedding cache for position ids")
+    out.append("ray.exceptions.RayTaskError(RuntimeError): ray::TaskRunner.run() (pid=41873, ip=10.0.0.7)")
+    return "\n".join(out[:lines]) + "\n"
+
+
+def timed(fn, repeat: int) -> float:  # type: ignore[no-untyped-def]
+    samples = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        samples.append(time.perf_counter() - start)
+    return statistics.median(samples)
+
+
+def bench_warm(repeat: int) -> tuple[float, float]:
+    from indexer.semantic import Embedder
+    from kb.cli import build_diagnoser
+
+    diagnoser = build_diagnoser(str(REPO / "corpus"))
+    text = ray_wrapped_traceback()
+    diagnoser.diagnose(text)  # load model, build or load the index
+    embedder: Embedder = diagnoser.retriever.embedder  # type: ignore[union-attr]
+    bare = timed(lambda: embedder.encode([text]), repeat)
+    warm = timed(lambda: diagnoser.diagnose(text), repeat)
+    return warm, bare
+
+
+def bench_cold(repeat: int) -> tuple[float, float]:
+    sample = REPO / "tests" / "fixtures" / "entries" / "ray-worker-register-raylet" / "positive-slurm-driver.log"
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    cmd_match = [str(BIN / "verl-doctor"), "match", "--json", str(sample)]
+    cmd_import = [sys.executable, "-c", "import sentence_transformers"]
+
+    def run(cmd: list[str]) -> None:
+        subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+
+    run(cmd_match)
+    run(cmd_import)
+    return timed(lambda: run(cmd_match), repeat), timed(lambda: run(cmd_import), repeat)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--repeat", type=int, default=5)
+    args = parser.parse_args()
+    os.environ.setdefault("VERL_DOCTOR_CACHE", tempfile.mkdtemp(prefix="verl-doctor-bench-"))
+    warm, bare = bench_warm(args.repeat)
+    print(
+        f"warm diagnosis, 300-line Ray traceback: {warm * 1000:.1f} ms; bare embedding of the same text: "
+        f"{bare * 1000:.1f} ms; ratio {warm / bare:.2f}x (target <= 1.5x)"
+    )
+    cold, imp = bench_cold(args.repeat)
+    print(
+        f"cold `verl-doctor match` (rules decide): {cold * 1000:.0f} ms; `import sentence_transformers`: "
+        f"{imp * 1000:.0f} ms; ratio {cold / imp:.2f}x (target <= 0.2x)"
+    )
+
+
+if __name__ == "__main__":
+    main()
