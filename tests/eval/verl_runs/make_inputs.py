@@ -11,6 +11,7 @@ Nothing is downloaded.
 
 import json
 import os
+import shutil
 import sys
 
 import pandas as pd
@@ -112,4 +113,12 @@ os.makedirs(noconf, exist_ok=True)
 import torch
 
 torch.save({"dummy": torch.zeros(1)}, os.path.join(noconf, "model_world_size_1_rank_0.pt"))
+# (c) huggingface/ present, fsdp_config.json missing
+nohf = os.path.join(ck, "no_fsdp_config_with_hf", "global_step_2", "actor")
+shutil.copytree(os.path.join(act, "huggingface"), os.path.join(nohf, "huggingface"))
+torch.save({"dummy": torch.zeros(1)}, os.path.join(nohf, "model_world_size_1_rank_0.pt"))
+# (d) complete layout, but the shard does not hold the model's weights
+bad = os.path.join(ck, "bad_shard", "global_step_2", "actor")
+shutil.copytree(act, bad)
+torch.save({"dummy": torch.zeros(1)}, os.path.join(bad, "model_world_size_1_rank_0.pt"))
 print("inputs written to", out)

@@ -158,8 +158,11 @@ run_case hydra_critic_model_fsdp_config_old_key $T -- "${PPO[@]}" "${B[@]}" crit
 run_case hydra_grammar_double_equals $T -- "${PPO[@]}" "${B[@]}" data.train_batch_size==4
 run_case hydra_grammar_special_chars $T -- "${PPO[@]}" "${B[@]}" 'trainer.experiment_name=qwen-grpo(lr=1e-6)'
 run_case hydra_grammar_special_chars_full_error $T HYDRA_FULL_ERROR=1 -- "${PPO[@]}" "${B[@]}" 'trainer.experiment_name=qwen-grpo(lr=1e-6)'
-run_case type_train_batch_size_abc $T -- "${PPO[@]}" "${B[@]}" data.train_batch_size=abc
+mapfile -t B_NO_TBS < <(base_without data.train_batch_size)
+run_case type_train_batch_size_abc $T -- "${PPO[@]}" "${B_NO_TBS[@]}" data.train_batch_size=abc
 run_case type_rollout_n_two $T -- "${PPO[@]}" "${B[@]}" actor_rollout_ref.rollout.n=two
+run_case hydra_comma_value_sweep $T -- "${PPO[@]}" "${B[@]}" actor_rollout_ref.actor.optim.lr=1e-6,2e-6
+run_case hydra_grammar_unclosed_bracket $T -- "${PPO[@]}" "${B[@]}" 'trainer.logger=[console,wandb'
 mapfile -t B_NO_NAME < <(base_without actor_rollout_ref.rollout.name)
 run_case rollout_name_missing $T -- "${PPO[@]}" "${B_NO_NAME[@]}"
 run_case rollout_name_missing_legacy_trainer $T "$X" -- "${PPO[@]}" "${B_NO_NAME[@]}" trainer.use_v1=False
@@ -170,7 +173,7 @@ run_case actor_micro_batch_missing $T -- "${PPO[@]}" "${B_NO_AMB[@]}"
 run_case actor_micro_batch_missing_full_error $T HYDRA_FULL_ERROR=1 -- "${PPO[@]}" "${B_NO_AMB[@]}"
 run_case actor_micro_batch_both_set $T -- "${PPO[@]}" "${B[@]}" actor_rollout_ref.actor.ppo_micro_batch_size=4
 run_case actor_micro_batch_not_divisor $T -- "${PPO[@]}" "${B_NO_AMB[@]}" actor_rollout_ref.actor.ppo_micro_batch_size=3
-run_case train_batch_smaller_than_mini_batch $T -- "${PPO[@]}" "${B[@]}" data.train_batch_size=2
+run_case train_batch_smaller_than_mini_batch $T -- "${PPO[@]}" "${B_NO_TBS[@]}" data.train_batch_size=2
 mapfile -t B_NO_RLP < <(base_without actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu)
 run_case rollout_log_prob_micro_batch_missing $T -- "${PPO[@]}" "${B_NO_RLP[@]}"
 mapfile -t B_NO_REF < <(base_without actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu)
@@ -178,7 +181,11 @@ run_case ref_log_prob_micro_batch_missing_kl_loss $T -- "${PPO[@]}" "${B_NO_REF[
 mapfile -t B_NO_CMB < <(base_without critic.ppo_micro_batch_size_per_gpu)
 run_case critic_micro_batch_missing_gae $T -- "${PPO[@]}" "${B_NO_CMB[@]}"
 run_case val_do_sample_temperature_zero $T -- "${PPO[@]}" "${B[@]}" actor_rollout_ref.rollout.val_kwargs.do_sample=True actor_rollout_ref.rollout.temperature=0
-run_case batch_not_divisible_by_gpus $T -- "${PPO[@]}" "${B[@]}" trainer.n_gpus_per_node=3
+mapfile -t B_NO_NGPU < <(base_without trainer.n_gpus_per_node)
+run_case batch_not_divisible_by_gpus $T -- "${PPO[@]}" "${B_NO_NGPU[@]}" trainer.n_gpus_per_node=3
+# trainer.n_gpus_per_node left at its default (8): the batch check fires before any GPU check
+run_case default_8_gpus_batch_not_divisible $T -- "${PPO[@]}" "${B_NO_NGPU[@]}"
+run_case actor_strategy_megatron $T -- "${PPO[@]}" "${B[@]}" actor_rollout_ref.actor.strategy=megatron
 run_case ulysses_without_remove_padding $T -- "${PPO[@]}" "${B[@]}" actor_rollout_ref.actor.ulysses_sequence_parallel_size=2 actor_rollout_ref.model.use_remove_padding=False
 run_case loss_agg_mode_bogus $T -- "${PPO[@]}" "${B[@]}" actor_rollout_ref.actor.loss_agg_mode=bogus
 run_case vllm_not_installed_lora $T -- "${PPO[@]}" "${B[@]}" actor_rollout_ref.model.lora_rank=8
@@ -188,8 +195,8 @@ run_case vllm_not_installed_lora $T -- "${PPO[@]}" "${B[@]}" actor_rollout_ref.m
 run_case v1_transfer_queue_missing $T -- "${PPO[@]}" "${B[@]}"
 # legacy trainer without the extra packages: first missing optional dependency
 run_case legacy_trainer_missing_cachetools $T -- "${PPO[@]}" "${B[@]}" trainer.use_v1=False
-mapfile -t B_NO_NGPU < <(base_without trainer.n_gpus_per_node)
-run_case no_gpu_default_8_gpus $T "$X" -- "${PPO[@]}" "${B_NO_NGPU[@]}" trainer.use_v1=False
+mapfile -t B_NO_NGPU_TBS < <(base_without trainer.n_gpus_per_node data.train_batch_size)
+run_case no_gpu_default_8_gpus $T "$X" -- "${PPO[@]}" "${B_NO_NGPU_TBS[@]}" data.train_batch_size=8 trainer.use_v1=False
 run_case no_gpu_one_gpu $T "$X" -- "${PPO[@]}" "${B[@]}" trainer.use_v1=False
 mapfile -t B_CSV < <(base_without data.train_files)
 run_case data_unsupported_csv $T "$X" -- "${PPO[@]}" "${B_CSV[@]}" "data.train_files=$D/train.csv" trainer.use_v1=False
@@ -211,6 +218,8 @@ C="$IN/ckpt"
 run_case merger_local_dir_missing $T -- "${MERGER[@]}" merge --backend fsdp --local_dir /nonexistent/checkpoints/global_step_100/actor --target_dir "$SCRATCH/work/merged"
 run_case merger_checkpoint_root $T -- "${MERGER[@]}" merge --backend fsdp --local_dir "$C/root" --target_dir "$SCRATCH/work/merged"
 run_case merger_no_fsdp_config $T -- "${MERGER[@]}" merge --backend fsdp --local_dir "$C/no_fsdp_config/global_step_2/actor" --target_dir "$SCRATCH/work/merged"
+run_case merger_no_fsdp_config_with_hf $T -- "${MERGER[@]}" merge --backend fsdp --local_dir "$C/no_fsdp_config_with_hf/global_step_2/actor" --target_dir "$SCRATCH/work/merged"
+run_case merger_bad_shard $T -- "${MERGER[@]}" merge --backend fsdp --local_dir "$C/bad_shard/global_step_2/actor" --target_dir "$SCRATCH/work/merged"
 run_case merger_missing_shards $T -- "${MERGER[@]}" merge --backend fsdp --local_dir "$C/root/global_step_2/actor" --target_dir "$SCRATCH/work/merged"
 run_case merger_megatron_on_fsdp_dir $T -- "${MERGER[@]}" merge --backend megatron --local_dir "$C/root/global_step_2/actor" --target_dir "$SCRATCH/work/merged"
 
