@@ -32,13 +32,12 @@ setup: $(VENV)/.installed
 
 dev: $(VENV)/.dev
 
-# Until the HTTP server lands, the main job is a diagnosis of a real verl 0.9.1 failure.
-SAMPLE := tests/fixtures/entries/ray-init-num-cpus-renamed/positive-real-0.9.1.log
-
+# The main job: the HTTP API, the searchable FAQ at http://127.0.0.1:8000/ and MCP at /mcp,
+# on the bundled corpus and embedding model.
 run: setup
 	$(BIN)/verl-doctor corpus validate
 	$(BIN)/verl-doctor index
-	$(BIN)/verl-doctor match $(SAMPLE)
+	$(BIN)/verl-doctor serve
 
 eval: setup
 	$(BIN)/verl-doctor eval tests/eval/cases

@@ -29,9 +29,7 @@ def ray_wrapped_traceback(lines: int = 300) -> str:
     out = ["\x1b[36m(TaskRunner pid=41873)\x1b[0m Traceback (most recent call last):"]
     i = 0
     while len(out) < lines - 3:
-        out.append(
-            f'(TaskRunner pid=41873)   File "{FRAME_FILE}", line {100 + i}, in forward_step'
-        )
+        out.append(f'(TaskRunner pid=41873)   File "{FRAME_FILE}", line {100 + i}, in forward_step')
         out.append(f"(TaskRunner pid=41873)     output = self.module(**inputs_{i})")
         out.append(f"(WorkerDict pid=2211, ip=10.0.0.7) [rank{i % 8}]: INFO step {i} waiting for collective")
         i += 1

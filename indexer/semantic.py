@@ -7,6 +7,7 @@ import hashlib
 import json
 import os
 import re
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -47,10 +48,24 @@ class Embedder:
 
         self.name = name
         self.model = SentenceTransformer(model_path(name), device="cpu")
+        self._recent: dict[str, np.ndarray] = {}  # one query is searched in the entries and the issue archive
+        self._lock = threading.Lock()
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
+        single = texts[0] if len(texts) == 1 else None
+        if single is not None:
+            with self._lock:
+                hit = self._recent.get(single)
+            if hit is not None:
+                return hit
         vectors = self.model.encode(list(texts), normalize_embeddings=True, convert_to_numpy=True, batch_size=32)
-        return np.asarray(vectors, dtype="float32")
+        out = np.asarray(vectors, dtype="float32")
+        if single is not None:
+            with self._lock:
+                if len(self._recent) >= 32:
+                    self._recent.pop(next(iter(self._recent)))
+                self._recent[single] = out
+        return out
 
 
 _TOKEN = re.compile(r"[A-Za-z_][A-Za-z0-9_]+|\d+")

@@ -70,6 +70,10 @@ def main() -> None:
     \b
     verl-doctor corpus validate            check every entry of the knowledge base
     verl-doctor check-overrides -- k=v ... check Hydra overrides before you submit a job
+    verl-doctor match error.log            diagnose a traceback, a log or a question
+    verl-doctor scan JOB_DIR               every log of a job: incidents, cascades, metric drift
+    verl-doctor ask "..."                  answers in words, citing the entries
+    verl-doctor serve | tui | mcp          HTTP API + FAQ web page, terminal app, MCP server
     """
 
 
@@ -234,7 +238,13 @@ def build_diagnoser(corpus_path: str | None = None, semantic: bool = True) -> An
 
         return EntryIndex(loaded.entries, Embedder(), loaded.fingerprint)
 
-    return Diagnoser(loaded, retriever if semantic else None)
+    def issues() -> Any:  # the imported issue archive (verl-doctor issues import), followed as it changes
+        from indexer.issues import ActiveArchive
+
+        return ActiveArchive(lambda: getattr(diagnoser.retriever, "embedder", None))
+
+    diagnoser = Diagnoser(loaded, retriever if semantic else None, issues)
+    return diagnoser
 
 
 @main.command("match")
@@ -332,7 +342,13 @@ def index_cmd(corpus_path: str | None) -> None:
 @_corpus_option
 @click.option("--json", "as_json", is_flag=True, help="Print the figures as JSON.")
 @click.option("--no-semantic", is_flag=True, help="Rules only.")
-def eval_cmd(cases: tuple[str, ...], corpus_path: str | None, as_json: bool, no_semantic: bool) -> None:
+@click.option(
+    "--ask",
+    "ask_path",
+    is_flag=True,
+    help="Score `verl-doctor ask` (conversations, citations, the LLM at $VERL_DOCTOR_LLM_URL if set).",
+)
+def eval_cmd(cases: tuple[str, ...], corpus_path: str | None, as_json: bool, no_semantic: bool, ask_path: bool) -> None:
     """Score the engine on eval cases (JSONL files or directories of them): top-1, top-3, MRR,
     abstention precision and recall, a per-area table, and every miss."""
     from kb.evaluation import load_cases, run_eval
@@ -342,6 +358,11 @@ def eval_cmd(cases: tuple[str, ...], corpus_path: str | None, as_json: bool, no_
     except ValueError as exc:
         _fail(str(exc))
     diagnoser = build_diagnoser(corpus_path, semantic=not no_semantic)
+    if ask_path:
+        from kb.cli_ask import run_ask_eval_cmd
+
+        run_ask_eval_cmd(diagnoser, loaded_cases, as_json)
+        return
     report = run_eval(diagnoser, loaded_cases)
     if as_json:
         click.echo(report.model_dump_json(indent=1))
@@ -349,3 +370,95 @@ def eval_cmd(cases: tuple[str, ...], corpus_path: str | None, as_json: bool, no_
         from kb.evaluation import render_report
 
         render_report(report)
+
+
+# --------------------------------------------------------------------------- server
+
+
+def _is_loopback(host: str) -> bool:
+    import ipaddress
+
+    if host in ("localhost", "ip6-localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+@main.command("serve")
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind.")
+@click.option("--port", default=8000, show_default=True, type=click.IntRange(0, 65535), help="Port (0: any free one).")
+@click.option(
+    "--scan-root",
+    "scan_roots",
+    multiple=True,
+    type=click.Path(file_okay=False),
+    metavar="DIR",
+    help="A directory POST /v1/scan may read (repeatable).",
+)
+@click.option(
+    "--token",
+    envvar="VERL_DOCTOR_TOKEN",
+    help="Bearer token required on /v1, /mcp and the pages (or $VERL_DOCTOR_TOKEN).",
+)
+@click.option("--insecure", is_flag=True, help="Allow a non-loopback address without --token.")
+@click.option(
+    "--max-body", default=5 * 1024 * 1024, show_default=True, type=click.IntRange(1024), help="Body size cap in bytes."
+)
+@_corpus_option
+@click.option("--no-semantic", is_flag=True, help="Rules and lexical search only: no embedding model.")
+def serve_cmd(
+    host: str,
+    port: int,
+    scan_roots: tuple[str, ...],
+    token: str | None,
+    insecure: bool,
+    max_body: int,
+    corpus_path: str | None,
+    no_semantic: bool,
+) -> None:
+    """Run the HTTP API, the FAQ web pages and MCP (streamable HTTP at /mcp) with uvicorn.
+
+    \b
+    verl-doctor serve                          # http://127.0.0.1:8000/  (docs at /docs)
+    verl-doctor serve --scan-root /shared/jobs --port 9000
+    verl-doctor serve --host 0.0.0.0 --token "$(openssl rand -hex 16)"
+    """
+    if not _is_loopback(host) and not token and not insecure:
+        _fail(f"refusing to serve on {host} without --token (bearer auth); pass --insecure to do it anyway")
+    roots = []
+    for root in scan_roots:
+        path = Path(root)
+        if not path.is_dir():
+            _fail(f"--scan-root {root} is not a directory")
+        roots.append(path.resolve())
+    import uvicorn
+
+    from server.app import create_app
+    from server.settings import ServerSettings
+
+    settings = ServerSettings(
+        host=host,
+        port=port,
+        scan_roots=roots,
+        token=token,
+        insecure=insecure,
+        max_body_bytes=max_body,
+        corpus=Path(corpus_path) if corpus_path else None,
+        semantic=not no_semantic,
+    )
+    app = create_app(settings)
+    uvicorn.run(app, host=host, port=port, log_level="info")
+
+
+# --------------------------------------------------------------------------- commands in their own modules
+# Each module imports only click at import time; the heavy parts load inside the command.
+
+from kb.cli_ask import ask_cmd, issues_group  # noqa: E402
+from kb.cli_mcp import mcp_cmd  # noqa: E402
+from kb.cli_scan import scan_cmd  # noqa: E402
+from tui.cli import tui_cmd  # noqa: E402
+
+for _command in (scan_cmd, ask_cmd, issues_group, mcp_cmd, tui_cmd):
+    main.add_command(_command)

@@ -7,8 +7,9 @@ from dataclasses import dataclass
 
 from kb.corpus import Corpus
 from kb.entry import Entry
+from kb.issues import IssueSearcher
 from kb.overrides import render_override, render_value
-from kb.result import ConditionResult, Evidence, Match, RenderedOverride, Result, SignalsSummary
+from kb.result import ConditionResult, Evidence, Match, RenderedOverride, Result, SignalsSummary, SimilarIssue
 from kb.retriever import Retriever
 from kb.rules import RuleEngine, check_condition
 from kb.signals import Line, Signals, extract_signals, split_lines
@@ -74,12 +75,20 @@ def _semantic_confidence(sim: float) -> float:
 class Diagnoser:
     """Holds the corpus, the compiled rules, and (lazily) the retriever."""
 
-    def __init__(self, corpus: Corpus, retriever_factory: Callable[[], Retriever] | None = None) -> None:
+    def __init__(
+        self,
+        corpus: Corpus,
+        retriever_factory: Callable[[], Retriever] | None = None,
+        issues_factory: Callable[[], IssueSearcher | None] | None = None,
+    ) -> None:
         self.corpus = corpus
         self.entries = corpus.by_id()
         self.rules = RuleEngine(corpus.entries)
         self._retriever_factory = retriever_factory
         self._retriever: Retriever | None = None
+        self.issues_factory = issues_factory
+        self._issues: IssueSearcher | None = None
+        self._issues_loaded = False
         self.kb_version = corpus.fingerprint
 
     @property
@@ -88,9 +97,21 @@ class Diagnoser:
             self._retriever = self._retriever_factory()
         return self._retriever
 
-    def diagnose(self, text: str, top: int = 5, semantic: bool = True) -> Result:
+    @property
+    def issue_archive(self) -> IssueSearcher | None:
+        """The imported issue archive (``verl-doctor issues import``), loaded on first use; None without one."""
+        if not self._issues_loaded and self.issues_factory is not None:
+            self._issues = self.issues_factory()
+            self._issues_loaded = True
+        return self._issues
+
+    def diagnose(self, text: str, top: int = 5, semantic: bool = True, facts: Signals | None = None) -> Result:
+        """``facts``: what is known about the run beyond ``text`` (a scan's job-wide versions, GPUs,
+        platform, environment and overrides); the text's own signals win where both have a value."""
         lines = split_lines(text)
         signals = extract_signals(lines)
+        if facts is not None:
+            merge_facts(signals, facts)
         hits = self.rules.evaluate(lines, signals)
         cands: dict[str, Candidate] = {
             eid: Candidate(self.entries[eid], rule=h.score, evidence=list(h.evidence)) for eid, h in hits.items()
@@ -122,6 +143,13 @@ class Diagnoser:
         abstained = not any(m.verdict == "match" for m in matches)
         if abstained and not matches:
             notes.append("no known problem fits this input well enough")
+        similar: list[SimilarIssue] = []
+        archive = self.issue_archive
+        if archive is not None:
+            # Beside the entries, never instead of them; semantic only when the model is loaded anyway.
+            similar = archive.similar(distill(lines, signals), k=3, semantic=semantic and self._retriever is not None)
+            if similar and abstained:
+                notes.append("no entry is confident; similar past issues are listed")
         return Result(
             kb_version=self.kb_version,
             abstained=abstained,
@@ -129,6 +157,7 @@ class Diagnoser:
             signals=_summary(signals),
             matches=matches,
             notes=notes,
+            similar_issues=similar,
         )
 
     @staticmethod
@@ -182,6 +211,17 @@ class Diagnoser:
             evidence=evidence,
             sources=list(entry.meta.sources),
         )
+
+
+def merge_facts(signals: Signals, facts: Signals) -> None:
+    """Fill what ``signals`` lacks from ``facts`` (metrics and errors stay the text's own)."""
+    for pkg, version in facts.versions.items():
+        signals.versions.setdefault(pkg, version)
+    signals.gpus = signals.gpus or list(facts.gpus)
+    signals.platform = signals.platform or facts.platform
+    signals.env += [name for name in facts.env if name not in signals.env]
+    for key, value in facts.overrides.items():
+        signals.overrides.setdefault(key, value)
 
 
 def _entry_excludes(entry: Entry, version: str) -> bool:

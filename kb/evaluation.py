@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +18,7 @@ class Case(BaseModel):
     input: str
     expected: list[str]
     shape: str = "unknown"
+    messages: list[dict[str, str]] | None = Field(default=None, description="a conversation (the ask path)")
 
 
 class Miss(BaseModel):
@@ -69,7 +70,11 @@ def load_cases(paths: Iterable[Path]) -> list[Case]:
                 continue
             try:
                 obj: dict[str, Any] = json.loads(raw)
-                if "input_file" in obj:
+                messages = None
+                if "messages" in obj:
+                    messages = [{"role": str(m["role"]), "content": str(m["content"])} for m in obj["messages"]]
+                    text = "\n".join(m["content"] for m in messages if m["role"] == "user")
+                elif "input_file" in obj:
                     src = Path(obj["input_file"])
                     src = src if src.is_absolute() else root / src
                     text = decode(src.read_bytes(), str(src)).text
@@ -81,6 +86,7 @@ def load_cases(paths: Iterable[Path]) -> list[Case]:
                         input=text,
                         expected=list(obj.get("expected", [])),
                         shape=str(obj.get("shape", "unknown")),
+                        messages=messages,
                     )
                 )
             except (ValueError, KeyError, OSError, InputError) as exc:
@@ -90,7 +96,10 @@ def load_cases(paths: Iterable[Path]) -> list[Case]:
     return cases
 
 
-def run_eval(diagnoser: Any, cases: list[Case]) -> EvalReport:
+def run_eval(
+    diagnoser: Any, cases: list[Case], ranker: Callable[[Case], tuple[list[str], bool, bool]] | None = None
+) -> EvalReport:
+    """Score ``diagnoser.diagnose`` on the cases, or ``ranker`` (case -> ranked ids, abstained, confident)."""
     top1 = top3 = 0
     rr = 0.0
     positives = negatives = neg_confident = 0
@@ -100,15 +109,18 @@ def run_eval(diagnoser: Any, cases: list[Case]) -> EvalReport:
     known = set(diagnoser.entries)
     unknown: set[str] = set()
     for case in cases:
-        result = diagnoser.diagnose(case.input, top=5)
-        got = [m.id for m in result.matches]
-        if result.abstained:
+        if ranker is not None:
+            got, abstained, confident = ranker(case)
+        else:
+            result = diagnoser.diagnose(case.input, top=5)
+            got = [m.id for m in result.matches]
+            abstained, confident = result.abstained, any(m.verdict == "match" for m in result.matches)
+        if abstained:
             abstained_total += 1
         if not case.expected:
             negatives += 1
-            confident = any(m.verdict == "match" for m in result.matches)
             neg_confident += confident
-            if result.abstained:
+            if abstained:
                 abstained_correct += 1
             stats = area_stats["(negative)"]
             stats[0] += 1

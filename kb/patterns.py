@@ -14,6 +14,7 @@ import os
 import re
 import re._constants as sre_constants  # the stdlib parser, to prove patterns regular
 import re._parser as sre_parse
+import threading
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,6 +39,19 @@ def _cache_dir() -> Path:
         os.environ.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache")), "verl-doctor"
     )
     return Path(base)
+
+
+_local = threading.local()
+
+
+def thread_scratch(db: Any) -> Any:
+    """Hyperscan scratch space for this thread: one scratch must never serve two scans at once."""
+    cache: dict[int, tuple[Any, Any]] = _local.__dict__.setdefault("scratch", {})
+    held = cache.get(id(db))
+    if held is None or held[0] is not db:
+        held = (db, _hs.Scratch(db))
+        cache[id(db)] = held
+    return held[1]
 
 
 class PatternError(ValueError):
@@ -184,7 +198,7 @@ class PatternSet:
             def on_match(pid: int, _from: int, to: int, _flags: int, _ctx: object) -> None:
                 found.setdefault(pid, set()).add(to)
 
-            self._db.scan(data, match_event_handler=on_match)  # type: ignore[attr-defined]
+            self._db.scan(data, match_event_handler=on_match, scratch=thread_scratch(self._db))
         return found
 
     def confirm(self, pattern_id: int, line: str) -> tuple[int, int] | None:

@@ -98,6 +98,7 @@ def render_result(result: Result, out: Console | None = None) -> None:
         out.print(f"note: {note}", style="dim", markup=False)
     if not result.matches:
         out.print("No known problem matches this input. Try `verl-doctor corpus list` or ask in words.")
+        render_similar_issues(result, out)
         return
     if result.abstained:
         out.print("Nothing matches with confidence; closest entries:", style="yellow")
@@ -128,3 +129,15 @@ def render_result(result: Result, out: Console | None = None) -> None:
                 out.print(f"  [{ev.kind}] {where}{ev.text[:200]}", markup=False)
         if i == 1 and m.sources:
             out.print("Sources: " + ", ".join(m.sources[:3]), style="dim", markup=False)
+    render_similar_issues(result, out)
+
+
+def render_similar_issues(result: Result, out: Console) -> None:
+    """Past issues from an imported archive, beside (never instead of) the entries."""
+    if not result.similar_issues:
+        return
+    out.rule("similar past issues")
+    for issue in result.similar_issues:
+        state = f" [{issue.state}]" if issue.state else ""
+        out.print(f"#{issue.number}{state} {issue.title}", markup=False)
+        out.print(f"  {issue.url}  (similarity {issue.score:.2f})", style="dim", markup=False)

@@ -55,6 +55,17 @@ class SignalsSummary(BaseModel):
     lines: int = 0
 
 
+class SimilarIssue(BaseModel):
+    """A past issue from an imported issue archive (``verl-doctor issues import``), shown beside the entries."""
+
+    number: int
+    title: str
+    url: str
+    state: str = ""
+    labels: list[str] = Field(default_factory=list)
+    score: float = Field(ge=0.0, le=1.0, description="similarity to the input (semantic and lexical fused)")
+
+
 class Result(BaseModel):
     kb_version: str
     abstained: bool
@@ -62,3 +73,6 @@ class Result(BaseModel):
     signals: SignalsSummary
     matches: list[Match]
     notes: list[str] = Field(default_factory=list)
+    similar_issues: list[SimilarIssue] = Field(
+        default_factory=list, description="similar past issues from an imported archive, beside the entries"
+    )

@@ -159,3 +159,13 @@ def test_eval_cli_reports_figures(runner, tmp_path):
     result = runner.invoke(main, ["eval", "--json", "--no-semantic", str(cases)])
     report = json.loads(result.output)
     assert report["top1"] == 1.0 and report["negatives"] == 1 and report["negatives_confident"] == 0.0
+
+
+def test_concurrent_diagnoses_share_one_engine(diagnoser):
+    """The server runs diagnoses in a thread pool: the pattern engine's scratch space must be per thread."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    text = "core_worker.cc:499: Failed to register worker to Raylet. Unable to register worker with raylet.\n" * 50
+    with ThreadPoolExecutor(8) as pool:
+        tops = list(pool.map(lambda _: diagnoser.diagnose(text).matches[0].id, range(64)))
+    assert set(tops) == {"ray-worker-register-raylet"}

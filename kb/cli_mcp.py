@@ -1,0 +1,53 @@
+"""``verl-doctor mcp``: the MCP tools over stdio, for IDEs and chat clients that launch a local server.
+
+Registered on the main group at the end of kb/cli.py. stdout carries the protocol and nothing else:
+messages go to stderr, and the SDK's stdio transport diverts fd 1 to stderr while it owns the wire.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+
+@click.command("mcp")
+@click.option(
+    "--corpus",
+    "corpus_path",
+    metavar="DIR",
+    help="Corpus directory (default: the bundled corpus, or $VERL_DOCTOR_CORPUS).",
+)
+@click.option(
+    "--scan-root",
+    "scan_roots",
+    multiple=True,
+    type=click.Path(file_okay=False),
+    metavar="DIR",
+    help="A directory the scan tool may read (repeatable); without one, scans are refused.",
+)
+@click.option("--no-semantic", is_flag=True, help="Rules and lexical search only: never load the embedding model.")
+def mcp_cmd(corpus_path: str | None, scan_roots: tuple[str, ...], no_semantic: bool) -> None:
+    """Serve the MCP tools (diagnose, scan, search_faq, get_entry, check_overrides) and the FAQ entries
+    as resources over stdio.
+
+    \b
+    claude mcp add verl-doctor -- verl-doctor mcp --scan-root ~/jobs
+    {"mcpServers": {"verl-doctor": {"command": "verl-doctor", "args": ["mcp"]}}}
+
+    The same server runs over streamable HTTP at /mcp under `verl-doctor serve`.
+    """
+    roots: list[Path] = []
+    for root in scan_roots:
+        path = Path(root).expanduser()
+        if not path.is_dir():
+            click.echo(f"verl-doctor: --scan-root {root} is not a directory", err=True)
+            sys.exit(2)
+        roots.append(path.resolve())
+
+    from kb.cli import build_diagnoser
+    from server.mcp_server import MCPSetup, build_server
+
+    diagnoser = build_diagnoser(corpus_path, semantic=not no_semantic)
+    build_server(diagnoser, MCPSetup(scan_roots=roots, warm_up=not no_semantic)).run("stdio")

@@ -1,0 +1,166 @@
+"""One multi-pattern database for the scanner: every corpus symptom regex plus the scanner's own markers.
+
+Hyperscan runs it over raw bytes (block mode, one line-aligned buffer at a time); Python only sees the
+end offsets of matches. The compiled database is serialised once in the parent and loaded by every
+worker process (or Ray task), so nothing is compiled twice. Without Hyperscan, a slower ``re`` scan over
+the same buffers gives the same hits.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from enum import IntEnum
+from pathlib import Path
+from typing import Any
+
+from kb.patterns import thread_scratch
+
+_hs: Any
+try:
+    import hyperscan as _hs
+except ImportError:  # pragma: no cover - platforms without the wheel
+    _hs = None
+
+
+class Marker(IntEnum):
+    """What a hit means to the scanner; corpus symptom hits are ``SYMPTOM``."""
+
+    SYMPTOM = 0
+    STEP = 1  # a console step line: step:N - key:value - ...
+    JSONL = 2  # a file-logger line: {"step": N, "data": {...}}
+    TRACEBACK = 3  # Traceback (most recent call last):
+    EXCEPTION = 4  # SomethingError: message
+    FATAL = 5  # Fatal Python error, segfaults, CUDA errors, vLLM/Ray ERROR lines
+    CASCADE = 6  # NCCL watchdog timeouts, actor died unexpectedly, SIGTERM, ...
+    ENV = 7  # versions, GPUs, the launch command, Hydra's overrides line
+
+
+#: Scanner markers (bytes regexes). They are prefilters: Python re-checks around each hit.
+MARKERS: list[tuple[Marker, str]] = [
+    (Marker.STEP, r"(?:^|\s)step:\d+ - "),
+    (Marker.JSONL, r"^\s*\{\s*\"step\"\s*:\s*\d+"),
+    (Marker.TRACEBACK, r"Traceback \(most recent call last\):"),
+    (
+        Marker.EXCEPTION,
+        r"(?:^|[\s:\]\)>])(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Exit|Interrupt)(?:\([\w.]+\))?:(?:\s|$)",
+    ),
+    (Marker.EXCEPTION, r"^\s*(?:[a-z_]\w*\.)*(?:MissingMandatoryValue|KeyboardInterrupt|SystemExit)\b"),
+    (Marker.FATAL, r"Fatal Python error|Segmentation fault|core dumped|CUDA error: |NCCL error|(?:^|\s)ERROR\s"),
+    (
+        Marker.FATAL,
+        r"Set the environment variable HYDRA_FULL_ERROR=1|Error executing job with overrides|Could not override '|"
+        r"Could not append to config|Missing mandatory value",
+    ),
+    (
+        Marker.CASCADE,
+        r"Watchdog caught collective operation timeout|The actor died unexpectedly|actor is dead|"
+        r"ActorDiedError|RayActorError|SIGTERM|[Ss]ignal 15\b|A worker died or was killed|"
+        r"NCCL communicator was aborted|Some NCCL operations have failed or timed out",
+    ),
+    (Marker.ENV, r"main_ppo|main_generation|Error executing job with overrides"),
+    (
+        Marker.ENV,
+        r"(?:^|[\s(\[])(?:verl|torch|vllm|sglang|transformers|ray|flash[-_]attn|tensordict|numpy)"
+        r"(?:==|\s+version[:=]?\s*|:\s*|\s+v?)\d+\.\d+",
+    ),
+    (Marker.ENV, r"vLLM API server version|CUDA Version:|(?:^|\s)Python 3\.\d+|GPU \d+: |NVIDIA [A-Z]+\d+"),
+    (Marker.ENV, r"SLURM_JOB_ID|slurmstepd|(?:^|\s)srun:|(?:aarch64|arm64|x86_64|ppc64le)"),
+]
+
+
+def _cache_dir() -> Path:
+    base = os.environ.get("VERL_DOCTOR_CACHE") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache")), "verl-doctor"
+    )
+    return Path(base)
+
+
+@dataclass
+class ScanDatabase:
+    """Pattern ids 0..n-1 are the corpus symptoms (in ``RuleEngine`` order), then the markers."""
+
+    symptoms: list[str]
+    markers: list[tuple[Marker, str]] = field(default_factory=lambda: list(MARKERS))
+    serialized: bytes | None = None
+    _db: Any = field(default=None, init=False, repr=False)
+    _py: list[re.Pattern[bytes]] | None = field(default=None, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.kinds: list[Marker] = [Marker.SYMPTOM] * len(self.symptoms) + [m for m, _ in self.markers]
+        self.expressions: list[str] = list(self.symptoms) + [p for _, p in self.markers]
+
+    @classmethod
+    def for_symptoms(cls, symptoms: Sequence[str]) -> ScanDatabase:
+        db = cls(list(symptoms))
+        db.compile()
+        return db
+
+    @property
+    def engine(self) -> str:
+        return "hyperscan" if _hs is not None else "re"
+
+    def compile(self) -> None:
+        """Compile (or load from the on-disk cache) and keep the serialised form for workers."""
+        if _hs is None:
+            self._py = [re.compile(p.encode("utf-8"), re.MULTILINE) for p in self.expressions]
+            return
+        if self.serialized is not None:
+            self._db = _hs.loadb(self.serialized, mode=_hs.HS_MODE_BLOCK)
+            self._db.scratch = _hs.Scratch(self._db)
+            return
+        key = hashlib.sha256("\x00".join(self.expressions).encode("utf-8")).hexdigest()[:20]
+        cached = _cache_dir() / f"scan-hyperscan-{key}.db"
+        try:
+            data = cached.read_bytes()
+            self._db = _hs.loadb(data, mode=_hs.HS_MODE_BLOCK)
+            self._db.scratch = _hs.Scratch(self._db)
+            self.serialized = data
+            return
+        except (OSError, _hs.error, TypeError, ValueError):
+            pass
+        db = _hs.Database(mode=_hs.HS_MODE_BLOCK)
+        db.compile(
+            expressions=[p.encode("utf-8") for p in self.expressions],
+            ids=list(range(len(self.expressions))),
+            elements=len(self.expressions),
+            flags=[_hs.HS_FLAG_MULTILINE | _hs.HS_FLAG_ALLOWEMPTY] * len(self.expressions),
+        )
+        self._db = db
+        self.serialized = _hs.dumpb(db)
+        try:
+            cached.parent.mkdir(parents=True, exist_ok=True)
+            tmp = cached.with_suffix(f".{os.getpid()}.tmp")
+            tmp.write_bytes(self.serialized)
+            tmp.replace(cached)
+        except OSError:
+            pass
+
+    def for_worker(self) -> ScanDatabase:
+        """A picklable copy: the serialised database travels, the live one is rebuilt on arrival."""
+        return ScanDatabase(self.symptoms, self.markers, self.serialized)
+
+    def ensure(self) -> None:
+        if self._db is None and self._py is None:
+            self.compile()
+
+    def scan(self, data: bytes | memoryview) -> list[tuple[int, int]]:
+        """(pattern id, end offset) of every match in ``data``."""
+        self.ensure()
+        hits: list[tuple[int, int]] = []
+        if self._db is not None:
+            append = hits.append
+
+            def on_match(pid: int, _start: int, end: int, _flags: int, _ctx: object) -> None:
+                append((pid, end))
+
+            self._db.scan(data, match_event_handler=on_match, scratch=thread_scratch(self._db))
+            return hits
+        assert self._py is not None
+        raw = bytes(data)
+        for pid, rx in enumerate(self._py):
+            hits.extend((pid, m.end()) for m in rx.finditer(raw))
+        return hits

@@ -1,0 +1,445 @@
+"""Scanning one file (or one line-aligned segment of it): hits to error blocks, metric points and facts.
+
+The scanner is fed line-aligned buffers. Hyperscan reports match end offsets; Python works only on
+the lines around them:
+
+- anchor lines (symptom regexes, tracebacks, exception lines, fatal errors, cascade signs) open or
+  extend an *error block* with a few lines of context, a traceback keeping its block open until its
+  exception line;
+- step lines and file-logger JSONL lines give metric points for the metrics the corpus watches;
+- version, GPU and command lines are kept (a bounded number) for the job's environment facts.
+
+Closed blocks are grouped by signature (exception type and masked message, or the masked key line), so
+the same traceback printed ten thousand times costs one excerpt, a count, ranks and line numbers.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+
+from kb.scan.database import Marker, ScanDatabase
+from kb.signals import _EXC, _STEP_ITEM, _STEP_LINE, _WRAPPERS, _parse_number, clean_line
+
+BEFORE = 6  # context lines kept before the first anchor of a block
+AFTER = 6  # context lines kept after the last anchor
+TRACEBACK_AFTER = 250  # a traceback keeps its block open this long, or until its exception line
+MAX_BLOCK_LINES = 400
+MAX_BLOCK_BYTES = 256 * 1024
+LINE_CUT = 8192  # block lines are cut here, as the engine does
+MAX_LOCATIONS = 20  # line numbers kept per group and file
+MAX_ENV_LINES = 300
+TAIL_BYTES = 32 * 1024
+
+_BIT = {m: 1 << int(m) for m in Marker}
+_ANCHOR_BITS = _BIT[Marker.SYMPTOM] | _BIT[Marker.TRACEBACK] | _BIT[Marker.EXCEPTION] | _BIT[Marker.FATAL]
+_ANCHOR_BITS |= _BIT[Marker.CASCADE]
+_ERROR_BITS = _BIT[Marker.TRACEBACK] | _BIT[Marker.EXCEPTION] | _BIT[Marker.FATAL]
+
+#: Messages that are consequences of a failure elsewhere: other ranks timing out, actors dying, signals.
+CASCADE = re.compile(
+    r"Watchdog caught collective operation timeout|Some NCCL operations have failed or timed out|"
+    r"NCCL communicator was aborted|ProcessGroupNCCL.{0,80}(?:abort|[Tt]imeout|timed out)|"
+    r"The actor died unexpectedly|actor is dead|ActorDiedError|RayActorError|A worker died or was killed|"
+    r"SIGTERM|[Ss]ignal 15\b|\bTerminated\b|KeyboardInterrupt|SystemExit|"
+    r"Connection reset by peer|Broken pipe|taking the entire process down"
+)
+_RANK = re.compile(r"\[[Rr]ank ?(\d+)\]|\bRANK[=: ](\d+)\b|\b[Rr]ank[=: ](\d+)\b|\[PG \d+ Rank (\d+)\]")
+# glog/c10: [E1206 18:44:12.715298746 ...]; logging: 2025-12-06 18:44:12,105; vLLM: INFO 12-06 18:44:12
+_TS = [
+    re.compile(r"(?:^|[\s\[:])\d{4}-(\d{2})-(\d{2})[ T](\d{2}):(\d{2}):(\d{2})(?:[.,](\d+))?"),
+    re.compile(r"\[[EWIFD](\d{2})(\d{2}) (\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?"),
+    re.compile(r"\b(?:INFO|WARNING|ERROR|DEBUG|CRITICAL)\s+(\d{2})-(\d{2}) (\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?"),
+]
+_MASK = [
+    (re.compile(r"0x[0-9a-fA-F]+|\b[0-9a-f]{12,}\b"), "#"),
+    (re.compile(r"(?:/[\w.+-]+)+/"), "/…/"),
+    (re.compile(r"\b\d+(?:\.\d+)?"), "N"),
+    (re.compile(r"\s+"), " "),
+]
+
+TimeKey = tuple[int, int, int, int, int, float]
+
+
+def mask(text: str) -> str:
+    for rx, repl in _MASK:
+        text = rx.sub(repl, text)
+    return text.strip()[:300]
+
+
+def find_timestamp(text: str) -> tuple[TimeKey, str] | None:
+    best: tuple[int, tuple[TimeKey, str]] | None = None
+    for rx in _TS:
+        m = rx.search(text)
+        if m and (best is None or m.start() < best[0]):
+            mon, day, h, mi, s = (int(m.group(i)) for i in range(1, 6))
+            frac = float("0." + m.group(6)) if m.group(6) else 0.0
+            shown = f"{mon:02d}-{day:02d} {h:02d}:{mi:02d}:{s:02d}" + (f".{m.group(6)[:6]}" if m.group(6) else "")
+            best = (m.start(), ((mon, day, h, mi, s, frac), shown))
+    return best[1] if best else None
+
+
+def find_rank(text: str) -> int | None:
+    m = _RANK.search(text)
+    if not m:
+        return None
+    return int(next(g for g in m.groups() if g is not None))
+
+
+@dataclass
+class BlockGroup:
+    """Every block of one file (segment) with the same signature."""
+
+    signature: str
+    kind: str  # error | cascade | notice
+    title: str
+    text: str  # the first block, lines cut at LINE_CUT
+    start_line: int  # first line of that block
+    count: int = 0
+    ranks: set[int] = field(default_factory=set)
+    lines: list[int] = field(default_factory=list)  # anchor line of each block (first MAX_LOCATIONS)
+    time: TimeKey | None = None
+    time_text: str | None = None
+    time_own: bool = False  # the timestamp is on an anchor line, not inherited from a line before it
+    first_time_line: int | None = None
+
+    def shift(self, n: int) -> None:
+        self.start_line += n
+        self.lines = [x + n for x in self.lines]
+        if self.first_time_line is not None:
+            self.first_time_line += n
+
+    def absorb(self, other: BlockGroup) -> None:
+        self.count += other.count
+        self.ranks |= other.ranks
+        self.lines = (self.lines + other.lines)[:MAX_LOCATIONS]
+        if other.time is not None and (self.time is None or other.time < self.time):
+            self.time, self.time_text, self.time_own = other.time, other.time_text, other.time_own
+
+
+@dataclass
+class SegmentResult:
+    """What one scan task returns (picklable, compact)."""
+
+    file_index: int
+    segment: int
+    lines: int = 0
+    bytes_read: int = 0
+    groups: dict[str, BlockGroup] = field(default_factory=dict)
+    metrics: dict[str, list[tuple[int, float, int]]] = field(default_factory=dict)
+    metric_keys: list[str] = field(default_factory=list)
+    env_lines: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    skipped: str | None = None  # the whole file could not be read
+    partial: str | None = None  # read only in part, and why
+    long_lines: int = 0
+
+    def shift(self, n: int) -> None:
+        """Make line numbers absolute: ``n`` lines precede this segment in the file."""
+        if not n:
+            return
+        for g in self.groups.values():
+            g.shift(n)
+        for key, points in self.metrics.items():
+            self.metrics[key] = [(s, v, ln + n) for s, v, ln in points]
+
+
+@dataclass
+class _Block:
+    start_line: int
+    next_line: int  # the next line number to append
+    after_end: int  # the last line number the block wants
+    pieces: list[bytes] = field(default_factory=list)
+    size: int = 0
+    tb_open: bool = False
+    anchors: list[tuple[int, int, str]] = field(default_factory=list)  # (line no, marker bits, cleaned text)
+    raw_anchors: list[str] = field(default_factory=list)  # the same lines as printed (rank tags, timestamps)
+
+
+def count_newlines(buf: bytes, start: int = 0, end: int | None = None) -> int:
+    """Newlines in ``buf[start:end]``; numpy's vectorised compare is several times faster than
+    ``bytes.count`` on large spans."""
+    end = len(buf) if end is None else end
+    if end - start < 65536:
+        return buf.count(b"\n", start, end)
+    import numpy as np
+
+    return int(np.count_nonzero(np.frombuffer(buf, np.uint8, end - start, start) == 10))
+
+
+def _cut_lines(piece: bytes) -> bytes:
+    if len(piece) <= LINE_CUT:
+        return piece
+    return b"\n".join(line[:LINE_CUT] for line in piece.split(b"\n"))
+
+
+class FileScanner:
+    """Incremental: ``feed`` line-aligned buffers, then ``finish``; results accumulate in ``result``."""
+
+    def __init__(
+        self,
+        db: ScanDatabase,
+        watched_metrics: frozenset[str],
+        result: SegmentResult,
+        rank_hint: int | None = None,
+    ) -> None:
+        self.db = db
+        self.kinds = [1 << int(k) for k in db.kinds]
+        self.watched = watched_metrics
+        self.result = result
+        self.rank_hint = rank_hint
+        self.line = 1  # number of the first line of the next buffer
+        self.tail = b""
+        self.block: _Block | None = None
+        self.cursor = 0  # offset in the current buffer of the open block's next_line
+        self.last_block_end = 0
+        self._env_seen: set[str] = set()
+
+    # ------------------------------------------------------------------ feeding
+
+    def feed(self, buf: bytes) -> None:
+        hits = self.db.scan(buf)
+        self.cursor = 0
+        pos, ln = 0, self.line
+        if hits:
+            per_line: dict[int, int] = {}
+            kinds = self.kinds
+            rfind = buf.rfind
+            for pid, end in hits:
+                ls = rfind(b"\n", 0, end) + 1
+                per_line[ls] = per_line.get(ls, 0) | kinds[pid]
+            for ls in sorted(per_line):
+                ln += count_newlines(buf, pos, ls)
+                pos = ls
+                self._hit(buf, ls, buf.find(b"\n", ls), ln, per_line[ls])
+        total = ln + count_newlines(buf, pos)
+        b = self.block
+        if b is not None:
+            self._extend_block(buf, min(b.after_end, total - 1))
+            if b.next_line > b.after_end:
+                self._close_block()
+        self.line = total
+        if len(buf) > TAIL_BYTES:
+            cut = buf.find(b"\n", len(buf) - TAIL_BYTES)
+            self.tail = buf[cut + 1 :]
+        else:
+            self.tail = (self.tail + buf)[-TAIL_BYTES:]
+            nl = self.tail.find(b"\n")
+            if len(self.tail) == TAIL_BYTES and nl >= 0:
+                self.tail = self.tail[nl + 1 :]
+
+    def finish(self) -> SegmentResult:
+        if self.block is not None:
+            self._close_block()
+        self.result.lines = self.line - 1
+        return self.result
+
+    def flush_idle(self) -> None:
+        """Close a block still waiting for context lines (used by --follow when a file goes quiet)."""
+        if self.block is not None:
+            self._close_block()
+
+    # ------------------------------------------------------------------ hits
+
+    def _hit(self, buf: bytes, ls: int, le: int, ln: int, bits: int) -> None:
+        if bits & (_BIT[Marker.STEP] | _BIT[Marker.JSONL]):
+            text = buf[ls : min(le, ls + 256 * 1024)].decode("utf-8", "replace")
+            if bits & _BIT[Marker.STEP]:
+                self._step_line(text, ln)
+            else:
+                self._jsonl_line(text, ln)
+            bits &= _BIT[Marker.SYMPTOM]  # a step line is an anchor only when a symptom regex says so
+        if bits & _BIT[Marker.ENV] and len(self.result.env_lines) < MAX_ENV_LINES:
+            text = buf[ls : min(le, ls + 4096)].decode("utf-8", "replace")
+            cleaned = clean_line(text).strip()
+            if cleaned and cleaned not in self._env_seen:
+                self._env_seen.add(cleaned)
+                self.result.env_lines.append(cleaned)
+        if bits & _ANCHOR_BITS:
+            self._anchor(buf, ls, le, ln, bits & _ANCHOR_BITS)
+
+    def _step_line(self, text: str, ln: int) -> None:
+        m = _STEP_LINE.search(text.rstrip("\r"))
+        if not m:
+            return
+        step = int(m["step"])
+        first = not self.result.metric_keys
+        for item in m["rest"].split(" - "):
+            key = item.split(":", 1)[0].strip()
+            if first:
+                self.result.metric_keys.append(key)
+            if key not in self.watched:
+                continue
+            im = _STEP_ITEM.match(item.strip())
+            if im:
+                value = _parse_number(im["v"])
+                if value is not None:
+                    self.result.metrics.setdefault(key, []).append((step, value, ln))
+
+    def _jsonl_line(self, text: str, ln: int) -> None:
+        try:
+            obj = json.loads(text.strip())
+        except ValueError:
+            return
+        if not isinstance(obj, dict) or not isinstance(obj.get("step"), int):
+            return
+        data = obj.get("data", obj)
+        if not isinstance(data, dict):
+            return
+        if not self.result.metric_keys:
+            self.result.metric_keys.extend(str(k) for k in data if k != "step")
+        for key, value in data.items():
+            if key not in self.watched:
+                continue
+            nonfinite = isinstance(value, str) and value.lower() in ("nan", "inf", "-inf")
+            if isinstance(value, bool | int | float) or nonfinite:
+                self.result.metrics.setdefault(key, []).append((obj["step"], float(value), ln))
+
+    # ------------------------------------------------------------------ blocks
+
+    def _anchor(self, buf: bytes, ls: int, le: int, ln: int, bits: int) -> None:
+        b = self.block
+        if b is not None and ln > b.after_end:
+            self._extend_block(buf, b.after_end)
+            self._close_block()
+            b = None
+        if b is None:
+            b = self._open_block(buf, ls, ln)
+        self._extend_block(buf, ln)
+        raw = buf[ls : min(le, ls + LINE_CUT)].decode("utf-8", "replace")
+        text = clean_line(raw)
+        if len(b.anchors) < 64:
+            b.anchors.append((ln, bits, text))
+            b.raw_anchors.append(raw[:400])
+        if bits & _BIT[Marker.TRACEBACK]:
+            b.tb_open = True
+            b.after_end = max(b.after_end, ln + TRACEBACK_AFTER)
+        elif bits & _BIT[Marker.EXCEPTION] and b.tb_open and _EXC.match(text.strip()):
+            b.tb_open = False
+            b.after_end = ln + AFTER
+        else:
+            b.after_end = max(b.after_end, ln + AFTER)
+        if b.next_line - b.start_line >= MAX_BLOCK_LINES or b.size >= MAX_BLOCK_BYTES:
+            self._close_block()
+
+    def _open_block(self, buf: bytes, ls: int, ln: int) -> _Block:
+        want = max(0, min(BEFORE, ln - self.last_block_end - 1))
+        start, got = ls, 0
+        while got < want and start > 0:
+            start = buf.rfind(b"\n", 0, start - 1) + 1
+            got += 1
+        pieces: list[bytes] = []
+        if got < want and start == 0 and self.tail:
+            tail_lines = self.tail.split(b"\n")[:-1][-(want - got) :]
+            if tail_lines:
+                pieces.append(b"\n".join(tail_lines) + b"\n")
+                got += len(tail_lines)
+        if start < ls:
+            pieces.append(buf[start:ls])
+        block = _Block(start_line=ln - got, next_line=ln, after_end=ln, pieces=[_cut_lines(p) for p in pieces])
+        block.size = sum(len(p) for p in block.pieces)
+        self.block = block
+        self.cursor = ls
+        return block
+
+    def _extend_block(self, buf: bytes, upto: int) -> None:
+        """Append lines ``next_line..upto`` (as far as ``buf`` reaches) to the open block."""
+        b = self.block
+        if b is None or upto < b.next_line:
+            return
+        pos, n = self.cursor, b.next_line
+        find = buf.find
+        size = len(buf)
+        while n <= upto and pos < size:
+            nl = find(b"\n", pos)
+            pos = size if nl < 0 else nl + 1
+            n += 1
+        if pos > self.cursor and b.size < MAX_BLOCK_BYTES:
+            piece = _cut_lines(buf[self.cursor : pos])
+            b.pieces.append(piece)
+            b.size += len(piece)
+        self.cursor = pos
+        b.next_line = n
+
+    def _close_block(self) -> None:
+        b = self.block
+        if b is None:
+            return
+        self.block = None
+        self.last_block_end = b.next_line - 1
+        if not b.anchors:
+            return
+        text = b"".join(b.pieces).decode("utf-8", "replace")
+        signature, kind, title = classify_block(b.anchors)
+        group = self.result.groups.get(signature)
+        if group is None:
+            group = BlockGroup(signature=signature, kind=kind, title=title, text=text, start_line=b.start_line)
+            self.result.groups[signature] = group
+        group.count += 1
+        if len(group.lines) < MAX_LOCATIONS:
+            group.lines.append(b.anchors[0][0])
+        rank = None
+        for line in b.raw_anchors:
+            rank = find_rank(line)
+            if rank is not None:
+                break
+        if rank is None:
+            rank = self.rank_hint
+        if rank is not None:
+            group.ranks.add(rank)
+        found = block_time(b, text)
+        if found is not None and (group.time is None or found[0][0] < group.time):
+            (group.time, group.time_text), group.time_own = found
+            group.first_time_line = b.anchors[0][0]
+
+
+def block_time(b: _Block, text: str) -> tuple[tuple[TimeKey, str], bool] | None:
+    """(timestamp, own) of a block: the first timestamp on its anchor lines (own), else the nearest one
+    printed before its first anchor (a traceback has none of its own)."""
+    for raw in b.raw_anchors:
+        ts = find_timestamp(raw)
+        if ts is not None:
+            return ts, True
+    before = text.splitlines()[: max(0, b.anchors[0][0] - b.start_line)]
+    for line in reversed(before):
+        ts = find_timestamp(line)
+        if ts is not None:
+            return ts, False
+    return None
+
+
+def classify_block(anchors: list[tuple[int, int, str]]) -> tuple[str, str, str]:
+    """(signature, kind, title) of a block from its anchor lines."""
+    exc_line: str | None = None
+    exc_sig: str | None = None
+    for _, bits, text in reversed(anchors):
+        if not bits & _BIT[Marker.EXCEPTION]:
+            continue
+        m = _EXC.match(text.strip())
+        if not m:
+            continue
+        etype, inner = m["type"], m["inner"]
+        if etype in _WRAPPERS and inner:
+            etype = inner.split(".")[-1]
+        elif etype in _WRAPPERS and exc_line is not None:
+            continue
+        if exc_line is None or etype not in _WRAPPERS:
+            exc_line = text.strip()
+            exc_sig = f"{etype}: {mask(m['msg'] or '')}"
+            if etype not in _WRAPPERS:
+                break
+    has_error = any(bits & _ERROR_BITS for _, bits, _ in anchors)
+    if exc_line is not None and exc_sig is not None:
+        key, signature = exc_line, exc_sig
+    else:
+        order = (_BIT[Marker.FATAL], _BIT[Marker.SYMPTOM], _BIT[Marker.CASCADE], _ERROR_BITS)
+        key = next((t.strip() for bit in order for _, b, t in anchors if b & bit), anchors[0][2].strip())
+        signature = mask(key)
+    if CASCADE.search(key):
+        kind = "cascade"
+    elif has_error:
+        kind = "error"
+    else:
+        kind = "notice"
+    return f"{kind}|{signature}", kind, key[:300]

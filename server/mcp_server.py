@@ -1,0 +1,349 @@
+"""MCP: the diagnosis tools and the FAQ entries, served with the official ``mcp`` SDK (2.x, ``MCPServer``).
+
+One server definition, two transports:
+
+* stdio — ``verl-doctor mcp`` (kb/cli_mcp.py) runs :func:`build_server` with ``run("stdio")``;
+* streamable HTTP — :func:`attach` mounts it at ``/mcp`` on the FastAPI app, with the SDK's session
+  manager running inside the app's lifespan and the server's bearer token required when one is set.
+
+Every tool returns the same pydantic model as the matching HTTP route, so MCP clients get it as
+structured content (and as JSON text for clients that only read text).
+"""
+
+from __future__ import annotations
+
+import difflib
+import functools
+import hmac
+import importlib
+import io
+import threading
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from types import ModuleType
+from typing import TYPE_CHECKING, Annotated, Any
+
+import anyio.to_thread
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ResourceNotFoundError, ToolError
+from mcp.server.mcpserver.resources import FunctionResource
+from mcp_types import ToolAnnotations
+from pydantic import BaseModel, Field
+
+from kb import __version__
+from kb.engine import Diagnoser
+from kb.entry import Entry
+from kb.inputs import InputError, read_input
+from kb.overrides import OverrideReport, check_overrides, extract_overrides
+from kb.result import Result
+from kb.search import SearchHit, search_entries
+from kb.versions import VersionError, parse_version
+from server.schemas import EntryDetail, entry_detail, entry_summary
+
+if TYPE_CHECKING:
+    from fastapi import FastAPI
+    from starlette.types import ASGIApp, Receive, Scope, Send
+
+ENTRY_URI = "verl-doctor://entries/{id}"
+INDEX_URI = "verl-doctor://entries"
+MCP_PATH = "/mcp"
+
+INSTRUCTIONS = """\
+verl-doctor diagnoses failures of verl (RL post-training for LLMs) from a knowledge base of known problems.
+- diagnose: paste a traceback, a log excerpt or a question; get ranked known problems with cause, evidence and
+  the Hydra overrides that fix it for the user's verl version.
+- scan: a job's output directory (inside the server's scan roots): incidents across ranks, first failure vs cascade.
+- search_faq / get_entry: browse the knowledge base; entries are also resources at verl-doctor://entries/{id}.
+- check_overrides: check Hydra overrides (or a whole launch command) against a verl release before submitting.
+"""
+
+_READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
+
+# Tool parameter types (module level: the SDK evaluates the annotations in this module's namespace).
+DiagnoseText = Annotated[
+    str,
+    Field(min_length=1, description="a traceback, a log excerpt or a question about a verl failure"),
+]
+Top = Annotated[int, Field(ge=1, le=20, description="how many diagnoses to return")]
+Query = Annotated[str, Field(max_length=500, description="words, an error message or an entry id")]
+K = Annotated[int, Field(ge=1, le=50, description="how many entries to return")]
+EntryId = Annotated[str, Field(min_length=1, max_length=200, description="an entry id, e.g. ray-init-num-cpus-renamed")]
+VerlVersion = Annotated[
+    str | None,
+    Field(max_length=40, description="verl version to render or check overrides for, e.g. 0.9.1 (default: newest)"),
+]
+OverrideList = Annotated[
+    list[str] | None,
+    Field(description="Hydra overrides, one per item, e.g. ['ray_init.num_cpus=16', '+trainer.foo=1']"),
+]
+CommandLine = Annotated[
+    str | None,
+    Field(
+        max_length=200_000,
+        description="a launch command, shell script or .hydra/overrides.yaml text to take the overrides from",
+    ),
+]
+ScanPath = Annotated[
+    str,
+    Field(min_length=1, max_length=4096, description="a job output directory (or a log file) inside a scan root"),
+]
+
+
+class MCPSetup(BaseModel):
+    """What a server needs besides the diagnoser."""
+
+    scan_roots: list[Path] = Field(default_factory=list)
+    host: str = "127.0.0.1"
+    warm_up: bool = False
+    """Load the embedding model and index in the background at once (stdio; the HTTP app warms in its lifespan)."""
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _scan_module() -> ModuleType | None:
+    """kb.scan when it is installed (with its public API); None when this build has no scanner."""
+    try:
+        module = importlib.import_module("kb.scan")
+    except ModuleNotFoundError as exc:
+        if exc.name != "kb.scan":
+            raise
+        return None
+    if not (callable(getattr(module, "scan_paths", None)) and isinstance(getattr(module, "ScanReport", None), type)):
+        return None  # a half-installed scanner (e.g. the package without its __init__) counts as none
+    return module
+
+
+class _Ready:
+    """Loads the diagnoser's retriever once, whichever thread asks first; later callers wait for that load
+    instead of starting their own."""
+
+    def __init__(self, diagnoser: Diagnoser) -> None:
+        self.diagnoser, self.lock = diagnoser, threading.Lock()
+
+    def __call__(self) -> None:
+        with self.lock:
+            self.diagnoser.retriever  # noqa: B018 - builds it on first use
+
+
+def _no_such_entry(diagnoser: Diagnoser, entry_id: str) -> str:
+    close = difflib.get_close_matches(entry_id, list(diagnoser.entries), n=3)
+    return f"no entry '{entry_id}'" + (f"; did you mean {', '.join(close)}?" if close else "")
+
+
+def entry_markdown(entry: Entry) -> str:
+    """The entry's Markdown source (front matter and body); rebuilt from its sections if the file is gone."""
+    try:
+        return Path(entry.path).read_text(encoding="utf-8")
+    except OSError:
+        body = "\n\n".join(f"## {title}\n\n{text}" for title, text in entry.sections.items())
+        return f"# {entry.title}\n\n{body}\n"
+
+
+def _override_texts(overrides: list[str] | None, command_line: str | None) -> list[str]:
+    """The same reading as ``verl-doctor check-overrides``: an item with spaces is a command line."""
+    texts: list[str] = []
+    for item in overrides or []:
+        texts += extract_overrides(item) if (" " in item.strip() or "\n" in item) else [item.strip()]
+    if command_line:
+        texts += extract_overrides(command_line)
+    return [t for t in texts if t]
+
+
+# --------------------------------------------------------------------------- the server
+
+
+def build_server(diagnoser: Diagnoser, setup: MCPSetup | None = None) -> MCPServer:
+    """The MCP server: five tools and the entries as resources, over ``diagnoser``."""
+    setup = setup or MCPSetup()
+    roots = [Path(r) for r in setup.scan_roots]
+    ready = _Ready(diagnoser)
+    if setup.warm_up:
+        threading.Thread(target=ready, name="verl-doctor-warm-up", daemon=True).start()
+    server: MCPServer = MCPServer(
+        "verl-doctor",
+        title="verl-doctor",
+        description="Diagnoses verl failures: the known problem, its cause and the fix for your verl version.",
+        instructions=INSTRUCTIONS,
+        version=__version__,
+        website_url="https://github.com/verl-project/verl",
+        log_level="WARNING",
+    )
+
+    @server.tool(title="Diagnose a verl failure", annotations=_READ_ONLY)
+    async def diagnose(text: DiagnoseText, top: Top = 3) -> Result:
+        """Diagnose a traceback, a log excerpt or a question: ranked known problems with their cause,
+        evidence, conditions and the overrides that fix them. `abstained` is true when nothing matches well."""
+        try:
+            given = read_input(io.BytesIO(text.encode("utf-8", "replace")), "input")
+        except InputError as exc:
+            raise ToolError(str(exc)) from None
+
+        def run() -> Result:
+            ready()
+            return diagnoser.diagnose(given.text, top)
+
+        result = await anyio.to_thread.run_sync(run)
+        result.notes = given.notes + result.notes
+        return result
+
+    scan_module = _scan_module()
+
+    async def scan(path: ScanPath) -> Any:
+        """Scan a job's output directory (or one log file) inside the server's scan roots: incidents grouped
+        across ranks, the first failure vs its cascade, metric signatures, and the job's overrides checked."""
+        from server.safety import Refused, confine
+
+        if not roots:
+            raise ToolError("refused: this server has no scan roots; start it with --scan-root DIR to allow scans")
+        try:
+            target = confine(path, roots)
+        except Refused as exc:
+            raise ToolError(f"refused: {exc}" if exc.status == 403 else str(exc)) from None
+        module = scan_module or _scan_module()
+        if module is None:
+            raise ToolError("this verl-doctor build has no job scanner (kb.scan); use `diagnose` on a log excerpt")
+        scan_paths: Callable[..., Any] = module.scan_paths
+
+        def run() -> Any:
+            ready()
+            return scan_paths([target], diagnoser)
+
+        return await anyio.to_thread.run_sync(run)
+
+    if scan_module is not None:
+        scan.__annotations__["return"] = scan_module.ScanReport  # structured output: the HTTP API's ScanReport
+    server.add_tool(scan, title="Scan a job directory", annotations=_READ_ONLY)
+
+    @server.tool(title="Search the verl FAQ", annotations=_READ_ONLY)
+    async def search_faq(query: Query, k: K = 10) -> list[SearchHit]:
+        """Search the knowledge base (semantic and lexical, exact id/title hits first)."""
+
+        def run() -> list[SearchHit]:
+            ready()
+            return search_entries(diagnoser, query, k)
+
+        return await anyio.to_thread.run_sync(run)
+
+    @server.tool(title="Get a FAQ entry", annotations=_READ_ONLY)
+    async def get_entry(id: EntryId, verl_version: VerlVersion = None) -> EntryDetail:
+        """One knowledge-base entry in full: symptoms, conditions, cause, fix, and its overrides rendered
+        for a verl version (every version range when none is given)."""
+        entry = diagnoser.entries.get(id)
+        if entry is None:
+            raise ToolError(_no_such_entry(diagnoser, id))
+        if verl_version is not None:
+            try:
+                parse_version(verl_version)
+            except VersionError as exc:
+                raise ToolError(str(exc)) from None
+        return entry_detail(entry, verl_version)
+
+    async def check_overrides_tool(
+        overrides: OverrideList = None, command_line: CommandLine = None, verl_version: VerlVersion = None
+    ) -> OverrideReport:
+        """Check Hydra overrides against a verl release before submitting a job: each one is fine, needs '+',
+        must drop '+', is unknown (with a suggestion, e.g. a renamed key), or is accepted but ignored."""
+        texts = _override_texts(overrides, command_line)
+        if not texts:
+            raise ToolError("no overrides given: pass `overrides` (a list) or `command_line`")
+        try:
+            return check_overrides(texts, verl_version)
+        except VersionError as exc:
+            raise ToolError(str(exc)) from None
+
+    server.add_tool(check_overrides_tool, name="check_overrides", title="Check Hydra overrides", annotations=_READ_ONLY)
+
+    _add_resources(server, diagnoser)
+    return server
+
+
+def _add_resources(server: MCPServer, diagnoser: Diagnoser) -> None:
+    def read_entry(entry_id: str) -> str:
+        entry = diagnoser.entries.get(entry_id)
+        if entry is None:
+            raise ResourceNotFoundError(_no_such_entry(diagnoser, entry_id))
+        return entry_markdown(entry)
+
+    for entry in sorted(diagnoser.entries.values(), key=lambda e: (e.area, e.id)):
+        server.add_resource(
+            FunctionResource(
+                uri=ENTRY_URI.format(id=entry.id),
+                name=entry.id,
+                title=entry.title,
+                description=f"{entry.area} · verl {entry.meta.verl}",
+                mime_type="text/markdown",
+                fn=functools.partial(read_entry, entry.id),
+            )
+        )
+
+    @server.resource(
+        ENTRY_URI,
+        name="entry",
+        title="A verl-doctor FAQ entry",
+        description="The entry's Markdown source.",
+        mime_type="text/markdown",
+    )
+    def entry_resource(id: str) -> str:
+        return read_entry(id)
+
+    @server.resource(
+        INDEX_URI,
+        name="entries",
+        title="Every verl-doctor FAQ entry",
+        mime_type="application/json",
+        description="id, title, area and verl range of every entry (as GET /v1/entries).",
+    )
+    def entries_index() -> str:
+        entries = sorted(diagnoser.entries.values(), key=lambda e: (e.area, e.id))
+        return "[" + ",".join(entry_summary(e).model_dump_json() for e in entries) + "]"
+
+
+# --------------------------------------------------------------------------- HTTP
+
+
+class BearerGate:
+    """Lets a request through only with ``Authorization: Bearer <token>`` (when a token is set)."""
+
+    def __init__(self, app: ASGIApp, token: str | None) -> None:
+        self.app, self.token = app, token
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if self.token is not None and scope["type"] == "http":
+            header = dict(scope.get("headers") or []).get(b"authorization", b"")
+            scheme, _, given = header.partition(b" ")
+            if scheme.lower() != b"bearer" or not hmac.compare_digest(given.strip(), self.token.encode()):
+                from server.problems import problem_response
+
+                response = problem_response(401, "Unauthorized", "missing or wrong bearer token")
+                response.headers["WWW-Authenticate"] = "Bearer"
+                await response(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+
+def attach(app: FastAPI) -> None:
+    """Mount the MCP server at /mcp (streamable HTTP) and run its session manager in the app's lifespan."""
+    from fastapi import APIRouter
+    from mcp.server.streamable_http_manager import StreamableHTTPASGIApp
+    from starlette.routing import Route
+
+    settings = app.state.settings
+    server = build_server(app.state.diagnoser, MCPSetup(scan_roots=settings.scan_roots, host=settings.host))
+    # Creates the session manager with the SDK's defaults (DNS-rebinding protection on a loopback host);
+    # the Starlette app it returns is not used: its lifespan would never run once mounted.
+    server.streamable_http_app(streamable_http_path=MCP_PATH, host=settings.host)
+    manager = server.session_manager
+
+    @asynccontextmanager
+    async def lifespan(_: Any) -> AsyncIterator[None]:
+        async with manager.run():
+            yield
+
+    app.router.routes.append(
+        Route(MCP_PATH, endpoint=BearerGate(StreamableHTTPASGIApp(manager), settings.token), include_in_schema=False)
+    )
+    # FastAPI merges an included router's lifespan into the app's, so server/app.py needs no change.
+    app.include_router(APIRouter(lifespan=lifespan))
+    app.state.mcp_server = server

@@ -1,0 +1,63 @@
+"""Request and response models of the HTTP API (results reuse kb.result.Result)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from kb.entry import Entry
+from kb.result import RenderedOverride
+
+
+class DiagnoseRequest(BaseModel):
+    input: str = Field(min_length=1, description="a traceback, a log excerpt or a question")
+    top: int = Field(default=3, ge=1, le=20)
+
+
+class EntrySummary(BaseModel):
+    id: str
+    title: str
+    area: str
+    verl: str
+
+
+class EntryDetail(EntrySummary):
+    symptoms: list[dict[str, Any]]
+    metrics: list[dict[str, Any]]
+    conditions: list[dict[str, Any]]
+    overrides: list[RenderedOverride]
+    actions: list[str]
+    questions: list[str]
+    sources: list[str]
+    related: list[str]
+    sections: dict[str, str]
+
+
+class Health(BaseModel):
+    status: str
+    entries: int
+    kb_version: str
+    semantic: bool
+
+
+def entry_summary(entry: Entry) -> EntrySummary:
+    return EntrySummary(id=entry.id, title=entry.title, area=entry.area, verl=entry.meta.verl)
+
+
+def entry_detail(entry: Entry, verl_version: str | None = None) -> EntryDetail:
+    from kb.engine import rendered_overrides
+
+    m = entry.meta.model_dump(mode="json", exclude_none=True)
+    return EntryDetail(
+        **entry_summary(entry).model_dump(),
+        symptoms=m.get("symptoms", []),
+        metrics=m.get("metrics", []),
+        conditions=m.get("conditions", []),
+        overrides=rendered_overrides(entry, verl_version),
+        actions=list(entry.meta.fix.actions),
+        questions=list(entry.meta.questions),
+        sources=list(entry.meta.sources),
+        related=list(entry.meta.related),
+        sections=dict(entry.sections),
+    )

@@ -1,0 +1,1 @@
+"""Modal screens: help, go to line."""

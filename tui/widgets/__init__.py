@@ -1,0 +1,1 @@
+"""Widgets, one package per tab."""

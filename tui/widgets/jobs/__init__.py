@@ -1,0 +1,1 @@
+"""The Jobs tab (job-directory scans)."""

@@ -1,0 +1,364 @@
+"""The Jobs tab: pick a job's output directory, scan it in the background, browse what it found."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.markup import escape
+from textual.widgets import ContentSwitcher, DirectoryTree, Input, OptionList, ProgressBar, Static
+from textual.widgets.option_list import Option
+from textual.worker import get_current_worker
+
+from tui.engine import DoctorEngine
+from tui.widgets.diagnose.results import copy_text, detail_body
+
+if TYPE_CHECKING:
+    from kb.scan.report import Finding, ScanReport
+
+_SEVERITY_STYLE = {"critical": "bold red", "error": "red", "warning": "yellow", "note": "dim"}
+
+
+def finding_prompt(finding: Finding) -> Text:
+    """One line of the findings list: severity, title, how often."""
+    count = finding.incident.count if finding.incident else 1
+    return Text.assemble(
+        (f"{finding.severity:<8} ", _SEVERITY_STYLE.get(finding.severity, "")),
+        finding.title,
+        (f"  ({count} times)" if count > 1 else "", "dim"),
+    )
+
+
+def finding_markup(finding: Finding) -> tuple[str, str, str]:
+    """The drill-down of one finding as Textual markup: (where and how often, the excerpt with its
+    evidence lines marked, the diagnosis)."""
+    head = [f"[b]{escape(finding.title)}[/b]", f"[$text-muted]{finding.id} · {finding.kind} · {finding.severity}[/]"]
+    if finding.caused_by:
+        head.append(f"[$text-muted]follows from {escape(finding.caused_by)}[/]")
+    excerpt: list[str] = []
+    body: list[str] = []
+    inc = finding.incident
+    if inc is not None:
+        times = f"{inc.count} times" if inc.count > 1 else "once"
+        ranks = f" on rank(s) {', '.join(map(str, inc.ranks[:16]))}" if inc.ranks else ""
+        files = f" in {len(inc.files)} files" if len(inc.files) > 1 else ""
+        head.append(f"{times}{escape(ranks)}{files}; first at {escape(inc.first.file)}:{inc.first.line}")
+        if inc.time:
+            head.append(f"[$text-muted]{escape(inc.time)}[/]")
+        match = inc.diagnosis.matches[0] if inc.diagnosis.matches else None
+        marked = {ev.line_no for ev in match.evidence if ev.line_no} if match else set()
+        width = len(str(inc.excerpt_start + len(inc.excerpt)))
+        for i, line in enumerate(inc.excerpt[:200]):
+            no = inc.excerpt_start + i
+            text = escape(line[:500])
+            if i + 1 in marked:
+                excerpt.append(f"[$text-warning]▶{no:>{width}}[/] [on $warning 20%]{text}[/]")
+            else:
+                excerpt.append(f"[$text-muted] {no:>{width}}[/] {text}")
+        if match is not None:
+            verdict = "[$text-success]match[/]" if match.verdict == "match" else "[$text-warning]possible[/]"
+            body += [
+                f"[b]Diagnosis[/b]  {verdict} {match.confidence:.2f}  [$text-muted](o opens the entry)[/]",
+                f"[b]{escape(match.title)}[/b]",
+                escape(match.cause.strip().split("\n\n")[0]),
+                "",
+                detail_body(match, inc.diagnosis),
+            ]
+        else:
+            body.append("[$text-muted]No known problem matches this incident.[/]")
+    elif finding.metric is not None:
+        m = finding.metric
+        body += [f"[b]{escape(m.title)}[/b]", escape(m.cause.strip().split("\n\n")[0]), ""]
+        body.append(detail_body(m, _result_for(m)))
+    elif finding.override is not None:
+        ov = finding.override
+        body += [f"[b]{escape(ov.text)}[/b]", escape(ov.message)]
+        if ov.suggestion:
+            body.append(f"use: [$text-accent]{escape(ov.suggestion)}[/]")
+    return "\n".join(head), "\n".join(excerpt), "\n".join(body)
+
+
+def _result_for(match: Any) -> Any:
+    from kb.result import Result, SignalsSummary
+
+    return Result(kb_version="", abstained=False, signals=SignalsSummary(), matches=[match])
+
+
+def _scan(
+    paths: list[Path],
+    diagnoser: Any,
+    workers: int | None,
+    on_progress: Callable[[int, int], None],
+) -> ScanReport:
+    """Run the scanner, reporting (tasks done, tasks in all) as it goes."""
+    from kb.scan.executors import LocalExecutor
+    from kb.scan.runner import run_scan
+
+    inner = LocalExecutor(workers)
+
+    class Reporting:
+        name = inner.name
+
+        @property
+        def workers(self) -> int:
+            return inner.workers
+
+        def run(self, db: Any, watched: Any, tasks: list[Any], on_done: Any, size: int) -> None:
+            done = 0
+            on_progress(0, len(tasks))
+
+            def done_one(task: Any, result: Any) -> None:
+                nonlocal done
+                on_done(task, result)
+                done += 1
+                on_progress(done, len(tasks))
+
+            inner.run(db, watched, tasks, done_one, size)
+
+    return run_scan(paths, diagnoser, Reporting())
+
+
+class JobsPane(Vertical):
+    """Path and progress at the top; the findings, worst first, and the open one below."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("ctrl+b", "browse", "Browse dirs"),
+        Binding("ctrl+l", "focus_path", "Path", show=False),
+        Binding("s", "scan_highlighted", "Scan dir"),
+        Binding("c", "copy_overrides", "Copy fix"),
+        Binding("o", "open_entry", "Open entry"),
+    ]
+
+    DEFAULT_CSS = """
+    JobsPane {
+        #jobs-path { border: round $foreground 25%; }
+        #jobs-path:focus { border: round $accent; }
+        #jobs-progress-row { height: 1; padding: 0 1; }
+        #jobs-progress { width: auto; }
+        #jobs-status { width: 1fr; color: $text-muted; margin-left: 1; }
+        #jobs-switcher { height: 1fr; }
+        #jobs-findings { width: 2fr; text-wrap: nowrap; text-overflow: ellipsis; border: round $foreground 25%; }
+        #jobs-findings:focus { border: round $accent; }
+        #jobs-detail { width: 3fr; border: round $foreground 25%; padding: 0 1; }
+        #jobs-detail:focus { border: round $accent; }
+        #jobs-detail-excerpt { text-wrap: nowrap; text-overflow: ellipsis; margin: 1 0; }
+        #jobs-tree { border: round $foreground 25%; }
+        #jobs-tree:focus { border: round $accent; }
+    }
+    """
+
+    def __init__(self, *, workers: int | None = None, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.scan_workers = workers
+        self.report: ScanReport | None = None
+        self._pending: Path | None = None
+
+    def compose(self) -> ComposeResult:
+        path = Input(placeholder="job output directory or log file; Enter scans, Ctrl+B browses", id="jobs-path")
+        path.border_title = "Job directory"
+        yield path
+        with Horizontal(id="jobs-progress-row"):
+            yield ProgressBar(id="jobs-progress", show_eta=False)
+            yield Static("Nothing scanned yet.", id="jobs-status")
+        with ContentSwitcher(id="jobs-switcher", initial="jobs-results"), Horizontal(id="jobs-results"):
+            findings = OptionList(id="jobs-findings")
+            findings.border_title = "Findings"
+            yield findings
+            with VerticalScroll(id="jobs-detail", can_focus=True) as detail:
+                detail.border_title = "Detail"
+                yield Static("Scan a directory to see what went wrong in it.", id="jobs-detail-head")
+                yield Static(id="jobs-detail-excerpt")
+                yield Static(id="jobs-detail-body")
+        # The directory tree is mounted on the first Ctrl+B: no directory is listed before it is asked for.
+
+    @property
+    def engine(self) -> DoctorEngine | None:
+        engine = getattr(self.app, "engine", None)
+        return engine if isinstance(engine, DoctorEngine) else None
+
+    def engine_updated(self) -> None:
+        if self.engine is not None and self._pending is not None:
+            path, self._pending = self._pending, None
+            self.start_scan(path)
+
+    # -- picking
+
+    @on(Input.Submitted, "#jobs-path")
+    def _submitted(self, event: Input.Submitted) -> None:
+        if event.value.strip():
+            self.start_scan(Path(event.value.strip()).expanduser())
+
+    def action_browse(self) -> None:
+        switcher = self.query_one(ContentSwitcher)
+        if switcher.current == "jobs-tree":
+            switcher.current = "jobs-results"
+            self.query_one("#jobs-findings").focus()
+            return
+        typed = Path(self.query_one("#jobs-path", Input).value.strip() or ".").expanduser()
+        start = typed if typed.is_dir() else Path.cwd()
+        trees = self.query(DirectoryTree)
+        if trees:
+            tree = trees.first()
+            if typed.is_dir() and Path(tree.path) != typed:
+                tree.path = typed
+        else:
+            tree = DirectoryTree(start, id="jobs-tree")
+            tree.border_title = "Enter opens, s scans"
+            switcher.mount(tree)
+        switcher.current = "jobs-tree"
+        tree.focus()
+
+    @on(DirectoryTree.DirectorySelected, "#jobs-tree")
+    def _dir_picked(self, event: DirectoryTree.DirectorySelected) -> None:
+        # Enter on a directory opens it and puts it in the path box; s scans it.
+        self.query_one("#jobs-path", Input).value = str(event.path)
+
+    @on(DirectoryTree.FileSelected, "#jobs-tree")
+    def _file_picked(self, event: DirectoryTree.FileSelected) -> None:
+        self.query_one("#jobs-path", Input).value = str(event.path)
+        self.start_scan(event.path)
+
+    def action_scan_highlighted(self) -> None:
+        node = self.query_one(DirectoryTree).cursor_node
+        if node is not None and node.data is not None:
+            self.start_scan(Path(node.data.path))
+
+    def action_focus_path(self) -> None:
+        self.query_one("#jobs-path", Input).focus()
+
+    # -- scanning
+
+    def start_scan(self, path: Path) -> None:
+        self.query_one("#jobs-path", Input).value = str(path)
+        if not path.exists():
+            self.notify(f"{path} does not exist.", severity="error")
+            return
+        self.query_one(ContentSwitcher).current = "jobs-results"
+        status = self.query_one("#jobs-status", Static)
+        engine = self.engine
+        if engine is None:
+            self._pending = path
+            status.update("waiting for the rules to load…")
+            return
+        bar = self.query_one(ProgressBar)
+        bar.update(total=None, progress=0)
+        status.update(f"scanning {path}…")
+        self.query_one("#jobs-findings", OptionList).clear_options()
+        self._run_scan(engine, path)
+
+    @work(thread=True, exclusive=True, group="scan")
+    def _run_scan(self, engine: DoctorEngine, path: Path) -> None:
+        worker = get_current_worker()
+
+        def progress(done: int, total: int) -> None:
+            if not worker.is_cancelled:
+                self.app.call_from_thread(self._progress, done, total)
+
+        try:
+            report = _scan([path], engine.scan_diagnoser(), self.scan_workers, progress)
+        except Exception as exc:  # a scan problem is a message, never a crash of the app
+            self.app.call_from_thread(self._failed, f"{type(exc).__name__}: {exc}")
+            return
+        if not worker.is_cancelled:
+            self.app.call_from_thread(self._show, report)
+
+    def _progress(self, done: int, total: int) -> None:
+        self.query_one(ProgressBar).update(total=max(total, 1), progress=done)
+        self.query_one("#jobs-status", Static).update(f"scanning: {done} of {total} part(s) done…")
+
+    def _failed(self, message: str) -> None:
+        self.query_one("#jobs-status", Static).update(f"scan failed: {escape(message)}")
+        self.notify(message, title="Scan failed", severity="error")
+
+    def _show(self, report: ScanReport) -> None:
+        self.report = report
+        s = report.stats
+        bar = self.query_one(ProgressBar)
+        bar.update(total=1, progress=1)
+        skipped = f" · {len(report.skipped)} skipped" if report.skipped else ""
+        found = f"{len(report.findings)} finding(s)" if report.findings else "no problems"
+        self.query_one("#jobs-status", Static).update(
+            f"{found} · {s.files} file(s) · {s.lines} lines · {s.seconds:.1f} s{skipped}"
+        )
+        findings = self.query_one("#jobs-findings", OptionList)
+        findings.clear_options()
+        if report.findings:
+            findings.add_options([Option(finding_prompt(f), id=f.id) for f in report.findings])
+            findings.highlighted = 0
+        else:
+            findings.add_option(Option("No problems found.", disabled=True))
+        for sk in report.skipped:
+            findings.add_option(Option(Text(f"skipped  {sk.path}: {sk.reason}", style="dim"), disabled=True))
+        self._show_current()
+        findings.focus()
+
+    @property
+    def current_finding(self) -> Finding | None:
+        if self.report is None:
+            return None
+        index = self.query_one("#jobs-findings", OptionList).highlighted
+        if index is None or index >= len(self.report.findings):
+            return None
+        return self.report.findings[index]
+
+    def _show_current(self) -> None:
+        head, excerpt, body = (self.query_one(f"#jobs-detail-{part}", Static) for part in ("head", "excerpt", "body"))
+        finding = self.current_finding
+        if finding is None:
+            head.update("Nothing to show." if self.report and not self.report.findings else "")
+            excerpt.update("")
+            body.update("")
+            return
+        texts = finding_markup(finding)
+        head.update(texts[0])
+        excerpt.update(texts[1])
+        excerpt.display = bool(texts[1])
+        body.update(texts[2])
+        self.query_one("#jobs-detail", VerticalScroll).scroll_home(animate=False)
+
+    @on(OptionList.OptionHighlighted, "#jobs-findings")
+    def _highlighted(self) -> None:
+        self._show_current()
+
+    @on(OptionList.OptionSelected, "#jobs-findings")
+    def _selected(self) -> None:
+        self.query_one("#jobs-detail").focus()
+
+    # -- the open finding
+
+    def _match(self) -> Any:
+        finding = self.current_finding
+        if finding is None:
+            return None
+        if finding.incident is not None and finding.incident.diagnosis.matches:
+            return finding.incident.diagnosis.matches[0]
+        return finding.metric
+
+    def action_copy_overrides(self) -> None:
+        match = self._match()
+        if match is None or not match.overrides:
+            self.notify("No overrides to copy for this finding.", severity="warning")
+            return
+        text = copy_text(match)
+        self.app.copy_to_clipboard(text)
+        self.notify(f"Copied: {text}", title="Overrides copied (OSC 52)")
+
+    def action_open_entry(self) -> None:
+        finding = self.current_finding
+        entry_id = finding.entry_id if finding else None
+        opener = getattr(self.app, "open_entry", None)
+        if entry_id and opener is not None:
+            opener(entry_id)
+        else:
+            self.notify("This finding has no entry.", severity="warning")
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "scan_highlighted":
+            return self.query_one(ContentSwitcher).current == "jobs-tree"
+        return not (action in ("copy_overrides", "open_entry") and isinstance(self.app.focused, Input))
