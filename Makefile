@@ -25,7 +25,7 @@ $(VENV)/.installed: $(VENV)/.torch pyproject.toml
 	@touch $@
 
 $(VENV)/.dev: $(VENV)/.installed
-	$(BIN)/pip install --quiet -e ".[dev]"
+	$(BIN)/pip install --quiet -e ".[dev,ray]"
 	@touch $@
 
 setup: $(VENV)/.installed

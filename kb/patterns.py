@@ -145,7 +145,7 @@ class PatternSet:
     def engine(self) -> str:
         return "hyperscan" if self._db is not None else "prefilter"
 
-    def _compile_hyperscan(self) -> object:
+    def _compile_hyperscan(self) -> Any:
         assert _hs is not None
         # Compiling a few hundred patterns takes about a second; the serialised database loads in milliseconds.
         key = hashlib.sha256("\x00".join(self.patterns).encode("utf-8")).hexdigest()[:20]

@@ -118,6 +118,10 @@ async def test_paste_submit_shows_diagnosis_and_marks_evidence(rules_engine: Doc
         assert view.cursor_line == evidence[1]
         await pilot.press("c")
         assert app.clipboard.startswith("ray_kwargs.ray_init.num_cpus=16")
+        # Ctrl+G goes to a line.
+        await pilot.press("ctrl+g", "7", "enter")
+        await pilot.pause()
+        assert view.cursor_line == 7 and app.focused is view
         # Ctrl+E goes back to editing the input.
         await pilot.press("ctrl+e")
         assert app.focused is app.query_one(PasteArea)

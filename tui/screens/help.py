@@ -36,7 +36,7 @@ the conditions, and the exact overrides for your verl version, with the lines th
 | ↑ ↓ in Diagnoses | choose a diagnosis; its evidence is marked in the input |
 | n / p in the input | next / previous evidence line |
 | Ctrl+G | go to a line of the input |
-| c | copy the overrides (OSC 52: your terminal's clipboard, also over ssh) |
+| c | copy the overrides (OSC 52: your terminal's clipboard, also over ssh; in tmux: `set -g set-clipboard on`) |
 
 Results from the rules show at once; once the embedding model has loaded (the title bar says
 so), the input is diagnosed again with semantic search.

@@ -104,7 +104,7 @@ class DiagnosePane(Vertical):
             text, self._pending = self._pending, None
             self._start(text)
         elif self._text is not None and engine.model_ready and self.stage != "rules + semantic":
-            self._start(self._text, keep_view=True)
+            self._start(self._text)
 
     # -- diagnosing
 
@@ -130,7 +130,7 @@ class DiagnosePane(Vertical):
             return
         self._start(text)
 
-    def _start(self, text: str, keep_view: bool = False) -> None:
+    def _start(self, text: str) -> None:
         self._generation += 1
         engine = self.engine
         assert engine is not None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+from rich.text import Text
 from textual import events, on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
@@ -53,15 +54,15 @@ class EntryTree(Tree[str]):
             by_area.setdefault(e.area, []).append(e)
         for area in sorted(by_area, key=lambda a: (AREAS.index(a) if a in AREAS else len(AREAS), a)):
             group = sorted(by_area[area], key=lambda e: e.title.lower())
-            node = self.root.add(f"{area} ({len(group)})", expand=False)
+            node = self.root.add(Text.assemble(area, (f" ({len(group)})", "dim")), expand=False)
             for e in group:
-                node.add_leaf(e.title, data=e.id)
+                node.add_leaf(Text(e.title), data=e.id)
         self.border_subtitle = f"{len(entries)} entries"
 
     def show_hits(self, hits: list[SearchHit]) -> None:
         self.clear()
         for h in hits:
-            self.root.add_leaf(f"{h.title}  [{h.area}]", data=h.id)
+            self.root.add_leaf(Text.assemble(h.title, (f"  {h.area}", "dim")), data=h.id)
         self.border_subtitle = f"{len(hits)} found" if hits else "nothing found"
         self.cursor_line = 0
 
