@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import os
 import socket
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 import httpx
 import uvicorn
@@ -42,3 +46,41 @@ def running(app: FastAPI) -> Iterator[str]:
     finally:
         server.should_exit = True
         thread.join(timeout=10)
+
+
+@contextmanager
+def serve_process(args: list[str], log: Path, env: dict[str, str] | None = None, wait: float = 120) -> Iterator[str]:
+    """`verl-doctor serve ARGS --port <free>` in its own process; yields the base URL, stops it afterwards."""
+    port = free_port()
+    exe = Path(sys.executable).parent / "verl-doctor"
+    cmd = [str(exe)] if exe.exists() else [sys.executable, "-c", "from kb.cli import main; main()"]
+    base = f"http://127.0.0.1:{port}"
+    with log.open("wb") as out:
+        proc = subprocess.Popen(
+            [*cmd, "serve", "--port", str(port), *args],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            cwd=Path(__file__).resolve().parent.parent,
+            env=env if env is not None else dict(os.environ),
+        )
+    try:
+        deadline = time.monotonic() + wait
+        while True:
+            if proc.poll() is not None:
+                raise RuntimeError(f"verl-doctor serve exited: {log.read_text()[-2000:]}")
+            try:
+                if httpx.get(f"{base}/healthz", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"verl-doctor serve did not come up: {log.read_text()[-2000:]}")
+            time.sleep(0.2)
+        yield base
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()

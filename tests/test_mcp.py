@@ -32,7 +32,7 @@ from kb.result import Result
 from kb.search import SearchHit
 from server.mcp_server import _scan_module
 from server.schemas import EntryDetail
-from tests.server_harness import free_port
+from tests.server_harness import serve_process
 
 REPO = Path(__file__).resolve().parent.parent
 FAILURE_LOG = REPO / "tests" / "eval" / "verl_runs" / "hydra_ray_init_old_key" / "output.log"
@@ -251,38 +251,10 @@ def test_stdio_stdout_carries_only_protocol(scan_root: Path) -> None:
 @pytest.fixture(scope="session")
 def http_server(scan_root: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """`verl-doctor serve` with a token, on a free loopback port; yields the base URL."""
-    port = free_port()
     log = tmp_path_factory.mktemp("serve") / "serve.log"
-    with log.open("wb") as out:
-        proc = subprocess.Popen(
-            [_cli(), "serve", "--port", str(port), "--no-semantic", "--scan-root", str(scan_root), "--token", TOKEN],
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            cwd=REPO,
-            env={k: v for k, v in os.environ.items() if k != "VERL_DOCTOR_TOKEN"},
-        )
-        base = f"http://127.0.0.1:{port}"
-        try:
-            deadline = time.monotonic() + 60
-            while True:
-                if proc.poll() is not None:
-                    pytest.fail(f"verl-doctor serve exited: {log.read_text()}")
-                try:
-                    if httpx.get(f"{base}/healthz", timeout=2).status_code == 200:
-                        break
-                except httpx.HTTPError:
-                    pass
-                if time.monotonic() > deadline:
-                    pytest.fail(f"verl-doctor serve did not come up: {log.read_text()}")
-                time.sleep(0.1)
-            yield base
-        finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+    env = {k: v for k, v in os.environ.items() if k != "VERL_DOCTOR_TOKEN"}
+    with serve_process(["--no-semantic", "--scan-root", str(scan_root), "--token", TOKEN], log, env) as base:
+        yield base
 
 
 async def _http_calls(base: str, mode: str) -> dict[str, Any]:

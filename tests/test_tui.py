@@ -329,15 +329,16 @@ def _screen(tmux: list[str]) -> str:
     return subprocess.run([*tmux, "capture-pane", "-p", "-t", "vd"], capture_output=True, text=True).stdout
 
 
-def _wait_for(tmux: list[str], text: str, timeout: float) -> str:
+def _wait_for(tmux: list[str], *texts: str, timeout: float) -> str:
+    """The screen once every one of ``texts`` is on it (a capture can catch the app half-way through a redraw)."""
     deadline = time.monotonic() + timeout
     screen = ""
     while time.monotonic() < deadline:
         screen = _screen(tmux)
-        if text in screen:
+        if all(text in screen for text in texts):
             return screen
         time.sleep(0.2)
-    raise AssertionError(f"{text!r} not on the screen after {timeout} s:\n{screen}")
+    raise AssertionError(f"{texts!r} not on the screen after {timeout} s:\n{screen}")
 
 
 def test_real_command_in_tmux(tmux: list[str]) -> None:
@@ -349,15 +350,15 @@ def test_real_command_in_tmux(tmux: list[str]) -> None:
         check=True,
         env=env,
     )
-    _wait_for(tmux, "Paste a traceback", 60)
+    _wait_for(tmux, "Paste a traceback", timeout=60)
     subprocess.run([*tmux, "load-buffer", "-b", "log", str(RUN)], check=True)
     # -p: wrapped in bracketed-paste codes, as a terminal does for a paste; -r: newlines kept as they are.
     subprocess.run([*tmux, "paste-buffer", "-p", "-r", "-b", "log", "-t", "vd"], check=True)
-    _wait_for(tmux, "Could not override 'ray_init.num_cpus'.", 30)
+    _wait_for(tmux, "Could not override 'ray_init.num_cpus'.", timeout=30)
     subprocess.run([*tmux, "send-keys", "-t", "vd", "C-d"], check=True)
-    screen = _wait_for(tmux, EXPECTED_TITLE, 90)
-    assert "▶3 Could not override 'ray_init.num_cpus'." in screen  # the evidence line, marked
-    assert "match" in screen
+    # The top diagnosis, and its first evidence line marked in the input.
+    screen = _wait_for(tmux, EXPECTED_TITLE, "▶3 Could not override 'ray_init.num_cpus'.", timeout=90)
+    assert "match    0." in screen  # verdict and confidence in the results list
     subprocess.run([*tmux, "send-keys", "-t", "vd", "C-q"], check=True)
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:

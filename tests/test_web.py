@@ -7,13 +7,10 @@ import os
 import re
 import shutil
 import subprocess
-import sys
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 from fastapi.testclient import TestClient
 
@@ -25,7 +22,7 @@ from server.app import create_app
 from server.deps import TOKEN_COOKIE
 from server.settings import ServerSettings
 from tests.conftest import CORPUS, GOOD_FRONT, REPO, entry_text
-from tests.server_harness import free_port
+from tests.server_harness import serve_process
 
 REAL_FAILURE = REPO / "tests" / "eval" / "verl_runs" / "hydra_ray_init_old_key" / "output.log"
 ARTIFACTS = REPO / "tests" / "artifacts"
@@ -243,40 +240,9 @@ CHROMIUM_ARGS = [
 @pytest.fixture(scope="session")
 def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """`verl-doctor serve --no-semantic` in its own process on a free loopback port."""
-    port = free_port()
-    exe = Path(sys.executable).parent / "verl-doctor"
-    cmd = [str(exe)] if exe.exists() else [sys.executable, "-c", "from kb.cli import main; main()"]
     log = tmp_path_factory.mktemp("serve") / "serve.log"
-    with log.open("wb") as out:
-        proc = subprocess.Popen(
-            [*cmd, "serve", "--port", str(port), "--no-semantic"],
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            cwd=REPO,
-            env={**os.environ, "VERL_DOCTOR_TOKEN": ""},
-        )
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 90
-        while True:
-            if proc.poll() is not None:
-                raise RuntimeError(f"verl-doctor serve exited: {log.read_text()[-2000:]}")
-            try:
-                if httpx.get(f"{base}/healthz", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"verl-doctor serve did not come up: {log.read_text()[-2000:]}")
-            time.sleep(0.2)
+    with serve_process(["--no-semantic"], log, {**os.environ, "VERL_DOCTOR_TOKEN": ""}) as base:
         yield base
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
 
 @pytest.fixture(scope="session")

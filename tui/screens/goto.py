@@ -16,6 +16,7 @@ from textual.widgets import Input, Label
 class GotoLineScreen(ModalScreen[int | None]):
     """Asks for a line number; dismisses with it (or None on Escape)."""
 
+    AUTO_FOCUS = "Input"
     BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "dismiss(None)", "Cancel")]
 
     DEFAULT_CSS = """
