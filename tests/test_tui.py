@@ -60,7 +60,7 @@ def app_with(engine: DoctorEngine, **kwargs: object) -> DoctorApp:
 
 
 #: The app's own workers (DirectoryTree's loader runs as long as the tree is mounted).
-WORKER_GROUPS = {"diagnose", "faq-search", "scan", "load-rules"}
+WORKER_GROUPS = {"diagnose", "faq-search", "scan", "load-rules", "chat"}
 
 
 async def settle(pilot: Pilot[None]) -> None:
@@ -239,6 +239,35 @@ async def test_scan_of_a_missing_path_is_a_message(rules_engine: DoctorEngine, t
         await settle(pilot)
         assert app.query_one(TabbedContent).active == "jobs"
         assert any("does not exist" in n.message for n in app._notifications)
+
+
+@pytest.mark.anyio
+async def test_chat_answers_and_follow_up_uses_the_earlier_turn(rules_engine: DoctorEngine) -> None:
+    from textual.widgets import Input
+
+    from tui.widgets.chat.pane import ChatPane
+
+    app = app_with(rules_engine)
+    async with app.run_test(size=(100, 32)) as pilot:
+        await pilot.press("f5")
+        await settle(pilot)
+        field = app.query_one("#chat-input", Input)
+        assert app.focused is field
+        field.value = "Could not override 'ray_init.num_cpus'"
+        await pilot.press("enter")
+        await settle(pilot)
+        chat = app.query_one(ChatPane)
+        assert chat.last_answer is not None and not chat.last_answer.abstained
+        assert chat.last_answer.citations[0].id == "ray-init-num-cpus-renamed"
+        field.value = "I'm on verl 0.5"
+        await pilot.press("enter")
+        await settle(pilot)
+        follow = chat.last_answer
+        assert follow is not None and follow.followup
+        assert "ray_init.num_cpus=16" in [o.line for o in follow.overrides]
+        await pilot.press("ctrl+l")
+        await settle(pilot)
+        assert chat.messages == []
 
 
 @pytest.mark.anyio

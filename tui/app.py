@@ -1,4 +1,4 @@
-"""The verl-doctor Textual app: tabs for diagnosing a paste, the FAQ and job directories."""
+"""The verl-doctor Textual app: tabs for diagnosing a paste, the FAQ, job directories and chat."""
 
 from __future__ import annotations
 
@@ -14,12 +14,13 @@ from textual.widgets import Footer, Header, TabbedContent, TabPane
 
 from tui.config import TuiSettings
 from tui.engine import DoctorEngine, load_diagnoser
+from tui.widgets.chat.pane import ChatPane
 from tui.widgets.diagnose.pane import DiagnosePane
 from tui.widgets.faq.pane import FaqPane
 from tui.widgets.jobs.pane import JobsPane
 
 #: Tab id -> the widget that gets the focus when the tab is shown.
-_TAB_FOCUS = {"diagnose": "#paste", "faq": "#faq-search", "jobs": "#jobs-path"}
+_TAB_FOCUS = {"diagnose": "#paste", "faq": "#faq-search", "jobs": "#jobs-path", "chat": "#chat-input"}
 
 
 class DoctorApp(App[None]):
@@ -40,6 +41,7 @@ class DoctorApp(App[None]):
         Binding("f2", "show_tab('diagnose')", "Diagnose", show=False),
         Binding("f3", "show_tab('faq')", "FAQ", show=False),
         Binding("f4", "show_tab('jobs')", "Jobs", show=False),
+        Binding("f5", "show_tab('chat')", "Chat", show=False),
         Binding("ctrl+t", "toggle_theme", "Theme"),
         Binding("ctrl+q", "quit", "Quit", priority=True),
     ]
@@ -75,7 +77,8 @@ class DoctorApp(App[None]):
                 yield FaqPane(search_delay=self.settings.search_delay)
             with TabPane("Jobs", id="jobs"):
                 yield JobsPane(workers=self.settings.scan_workers)
-            # The chat tab goes here: one TabPane wrapping widgets/chat/ (and its key in _TAB_FOCUS).
+            with TabPane("Chat", id="chat"):
+                yield ChatPane()
         yield Footer()
 
     def on_mount(self) -> None:
@@ -137,6 +140,7 @@ class DoctorApp(App[None]):
         self.query_one(DiagnosePane).engine_updated()
         self.query_one(FaqPane).engine_updated()
         self.query_one(JobsPane).engine_updated()
+        self.query_one(ChatPane).engine_updated()
 
     def _update_status(self) -> None:
         engine = self.engine

@@ -24,8 +24,10 @@ def reopen_terminal() -> None:
     try:
         fd = os.open("/dev/tty", os.O_RDWR | os.O_NOCTTY)
     except OSError as exc:
-        _fail(f"the TUI needs a terminal for the keyboard, and /dev/tty cannot be opened ({exc.strerror or exc}); "
-              "use `verl-doctor match` in pipelines")
+        _fail(
+            f"the TUI needs a terminal for the keyboard, and /dev/tty cannot be opened ({exc.strerror or exc}); "
+            "use `verl-doctor match` in pipelines"
+        )
     try:
         os.dup2(fd, 0)
         if not os.isatty(2):

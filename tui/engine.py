@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import copy
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Literal, cast
 
+from kb.ask import AskAnswer, ChatMessage
 from kb.corpus import Corpus
 from kb.engine import Diagnoser
 from kb.entry import Entry
@@ -107,3 +108,10 @@ class DoctorEngine:
         """FAQ search: titles and words until the model is ready, then semantic and lexical ranks."""
         with self._lock:
             return search_entries(self.diagnoser if self.model_ready else self._no_model, query, k=k)
+
+    def ask(self, messages: Sequence[ChatMessage]) -> AskAnswer:
+        """Answer the conversation's last question from the entries (semantic once the model is ready)."""
+        from kb.ask import ask
+
+        with self._lock:
+            return ask(self.diagnoser if self.model_ready else self._no_model, messages)

@@ -21,7 +21,8 @@ the conditions, and the exact overrides for your verl version, with the lines th
 | key | does |
 |---|---|
 | F1, ? | this help |
-| F2 / F3 / F4 | Diagnose / FAQ / Jobs tab |
+| F2 / F3 / F4 / F5 | Diagnose / FAQ / Jobs / Chat tab |
+| Enter (Chat) / Ctrl+L | send a question / start a new conversation |
 | Ctrl+T | light or dark theme |
 | Tab, Shift+Tab | next / previous area |
 | Ctrl+P | command palette |

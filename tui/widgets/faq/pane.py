@@ -90,9 +90,7 @@ class EntryView(VerticalScroll, can_focus=True):
     """
 
     def compose(self) -> ComposeResult:
-        yield Markdown(
-            "Choose an entry on the left (Enter opens it), or type in the search box.", id="entry-markdown"
-        )
+        yield Markdown("Choose an entry on the left (Enter opens it), or type in the search box.", id="entry-markdown")
 
 
 class FaqPane(Horizontal):
