@@ -129,17 +129,22 @@ class PatternSet:
 
     def __init__(self, patterns: Sequence[str]) -> None:
         self.patterns = list(patterns)
-        errors = []
-        for i, p in enumerate(self.patterns):
-            try:
-                check_linear(p)
-            except PatternError as exc:
-                errors.append((i, str(exc)))
-        if errors:
-            raise PatternError("; ".join(f"pattern {i}: {msg}" for i, msg in errors))
-        self._confirm = [regex.compile(p) for p in self.patterns]
-        self._literals = [_required_literal(p) for p in self.patterns]
+        # With Hyperscan, compiling the set is itself the proof of linear time (and a cached database was
+        # compiled from these very patterns); only the fallback needs the structural check and literals.
         self._db = self._compile_hyperscan() if _hs is not None and self.patterns else None
+        self._literals: list[str | None] = []
+        if self._db is None:
+            errors = []
+            for i, p in enumerate(self.patterns):
+                try:
+                    check_linear(p)
+                except PatternError as exc:
+                    errors.append((i, str(exc)))
+            if errors:
+                raise PatternError("; ".join(f"pattern {i}: {msg}" for i, msg in errors))
+            self._literals = [_required_literal(p) for p in self.patterns]
+        # Confirmation regexes compile on first use: most patterns never fire on a given input.
+        self._confirm: dict[int, Any] = {}
 
     @property
     def engine(self) -> str:
@@ -204,7 +209,10 @@ class PatternSet:
     def confirm(self, pattern_id: int, line: str) -> tuple[int, int] | None:
         """The span of pattern ``pattern_id`` on ``line``, or None (also when it times out)."""
         try:
-            m = self._confirm[pattern_id].search(line[:MAX_CONFIRM_LINE], timeout=CONFIRM_TIMEOUT)
+            compiled = self._confirm.get(pattern_id)
+            if compiled is None:
+                compiled = self._confirm[pattern_id] = regex.compile(self.patterns[pattern_id])
+            m = compiled.search(line[:MAX_CONFIRM_LINE], timeout=CONFIRM_TIMEOUT)
         except TimeoutError:
             return None
         return (m.start(), m.end()) if m else None

@@ -170,7 +170,8 @@ def _stream(completion_id: str, created: int, answer: AskAnswer) -> Iterator[str
         **_ERRORS,
         200: {
             "description": "a chat.completion, or with stream=true server-sent chat.completion.chunk events",
-            "content": {"text/event-stream": {"schema": {"type": "string"}}},
+            # Each event's data is a chat.completion.chunk object, and the last one is the literal [DONE].
+            "content": {"text/event-stream": {"schema": {"description": "chat.completion.chunk events, then [DONE]"}}},
         },
     },
 )
