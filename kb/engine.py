@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -91,6 +92,13 @@ class Diagnoser:
         self._issues_loaded = False
         self.kb_version = corpus.fingerprint
 
+    def without_retriever(self) -> Diagnoser:
+        """The same corpus and compiled rules with no semantic layer: never loads the model."""
+        clone = copy.copy(self)
+        clone._retriever_factory = None
+        clone._retriever = None
+        return clone
+
     @property
     def retriever(self) -> Retriever | None:
         if self._retriever is None and self._retriever_factory is not None:
@@ -135,8 +143,8 @@ class Diagnoser:
         elif best_rule >= RULES_DECISIVE:
             notes.append("decided by rules; semantic search not needed")
 
-        version = self._version_for(signals)
-        matches = [self._match(c, signals, lines, version) for c in cands.values()]
+        version = self.version_for(signals)
+        matches = [self.build_match(c, signals, lines, version) for c in cands.values()]
         matches = [m for m in matches if m.confidence >= POSSIBLE_THRESHOLD]
         matches.sort(key=lambda m: (-m.confidence, m.id))
         matches = matches[:top]
@@ -161,7 +169,7 @@ class Diagnoser:
         )
 
     @staticmethod
-    def _version_for(signals: Signals) -> str | None:
+    def version_for(signals: Signals) -> str | None:
         found = signals.versions.get("verl")
         if found is None:
             return None
@@ -184,7 +192,7 @@ class Diagnoser:
         conf = c.rule + (1 - c.rule) * retrieval * 0.5 if c.rule > 0 else retrieval
         return conf, evidence
 
-    def _match(self, c: Candidate, signals: Signals, lines: list[Line], version: str | None) -> Match:
+    def build_match(self, c: Candidate, signals: Signals, lines: list[Line], version: str | None) -> Match:
         entry = c.entry
         conf, evidence = self._confidence(c)
         conditions = [

@@ -7,7 +7,6 @@ model itself loads outside the lock, so rule-based diagnoses keep working while 
 
 from __future__ import annotations
 
-import copy
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -51,9 +50,7 @@ class DoctorEngine:
         self._lock = threading.RLock()
         # The same corpus and compiled rules without a retriever: what the FAQ search uses until the
         # model is ready, so that a search never loads the model on the calling thread.
-        self._no_model = copy.copy(diagnoser)
-        self._no_model._retriever_factory = None
-        self._no_model._retriever = None
+        self._no_model = diagnoser.without_retriever()
         self._scan_diagnoser: Diagnoser | None = None
         self._scan_lock = threading.Lock()
 

@@ -175,14 +175,14 @@ def evaluate_metrics(diagnoser: Diagnoser, signals: Signals, series: dict[str, l
 
     sig = signals.model_copy(update={"metrics": series})
     hits = diagnoser.rules.evaluate([], sig)
-    version = diagnoser._version_for(sig)
+    version = diagnoser.version_for(sig)
     matches = []
     for entry_id, hit in hits.items():
         evidence = [ev for ev in hit.evidence if ev.kind == "metric"]
         if not evidence:
             continue
         cand = Candidate(diagnoser.entries[entry_id], rule=hit.score, evidence=evidence)
-        match = diagnoser._match(cand, sig, [], version)
+        match = diagnoser.build_match(cand, sig, [], version)
         if match.confidence >= POSSIBLE_THRESHOLD:
             matches.append(match)
     matches.sort(key=lambda m: (-m.confidence, m.id))
