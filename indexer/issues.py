@@ -20,13 +20,16 @@ import time
 from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
-from indexer.semantic import Embedder, cache_dir, tokenize
+from kb.cache import cache_dir
 from kb.issues import Issue, issue_document, issue_lexical_text, parse_export
 from kb.result import SimilarIssue
+
+if TYPE_CHECKING:  # the embedding side (numpy, the model) loads only when an archive is searched
+    from indexer.semantic import Embedder
 
 #: Floors below which an issue is not shown: fused (semantic + lexical) and lexical only.
 SEMANTIC_FLOOR = 0.50
@@ -56,6 +59,8 @@ class IssueIndex:
         self, issues: Sequence[Issue], key: str, embedder: Callable[[], Embedder | None] | None = None
     ) -> None:
         import bm25s
+
+        from indexer.semantic import tokenize
 
         self.issues = list(issues)
         self.key = key
@@ -127,6 +132,8 @@ class IssueIndex:
         return sum(w for t, w in weights.items() if t in self._doc_sets[i]) / total if total else 0.0
 
     def similar(self, query: str, k: int = 3, semantic: bool = True) -> list[SimilarIssue]:
+        from indexer.semantic import tokenize
+
         query = query.strip()[:2000]
         tokens = tokenize(query)
         if not query or not tokens or not self.issues:

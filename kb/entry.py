@@ -49,7 +49,7 @@ OverrideValue = str | int | float | bool | None | list[str | int | float | bool]
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
 
 def _check_spec(value: str) -> str:
@@ -238,7 +238,7 @@ class FrontMatter(_Strict):
 class Entry(BaseModel):
     """A loaded entry: front matter, body sections and where it came from."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     meta: FrontMatter
     sections: dict[str, str]

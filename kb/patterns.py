@@ -10,17 +10,17 @@ from __future__ import annotations
 
 import bisect
 import hashlib
-import os
 import re
 import re._constants as sre_constants  # the stdlib parser, to prove patterns regular
 import re._parser as sre_parse
 import threading
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import regex
+
+from kb.cache import cache_dir, write_atomically
 
 _hs: Any
 try:  # Hyperscan ships wheels for Linux x86_64/aarch64 only.
@@ -32,13 +32,6 @@ except ImportError:  # pragma: no cover - exercised on platforms without the whe
 CONFIRM_TIMEOUT = 0.05
 #: Longer lines are cut before confirmation; no symptom needs more context than this.
 MAX_CONFIRM_LINE = 16 * 1024
-
-
-def _cache_dir() -> Path:
-    base = os.environ.get("VERL_DOCTOR_CACHE") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache")), "verl-doctor"
-    )
-    return Path(base)
 
 
 _local = threading.local()
@@ -154,7 +147,7 @@ class PatternSet:
         assert _hs is not None
         # Compiling a few hundred patterns takes about a second; the serialised database loads in milliseconds.
         key = hashlib.sha256("\x00".join(self.patterns).encode("utf-8")).hexdigest()[:20]
-        cached = _cache_dir() / f"hyperscan-{_hs.__version__ if hasattr(_hs, '__version__') else 'x'}-{key}.db"
+        cached = cache_dir() / f"hyperscan-{_hs.__version__ if hasattr(_hs, '__version__') else 'x'}-{key}.db"
         try:
             loaded = _hs.loadb(cached.read_bytes(), mode=_hs.HS_MODE_BLOCK)
             loaded.scratch = _hs.Scratch(loaded)  # a deserialised database has no scratch space yet
@@ -172,13 +165,7 @@ class PatternSet:
             )
         except _hs.error as exc:
             raise PatternError(f"Hyperscan rejects the pattern set: {exc}") from None
-        try:
-            cached.parent.mkdir(parents=True, exist_ok=True)
-            tmp = cached.with_suffix(f".{os.getpid()}.tmp")
-            tmp.write_bytes(_hs.dumpb(db))
-            tmp.replace(cached)
-        except OSError:
-            pass  # a read-only cache costs a compile next time, nothing else
+        write_atomically(cached, _hs.dumpb(db))
         return db
 
     @staticmethod

@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import io
 import itertools
+import random
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +14,7 @@ import pytest
 from kb.scan import ScanReport, scan_paths
 from kb.scan.files import discover
 from kb.scan.filescan import FileScanner, SegmentResult
-from kb.scan.reader import ReadError, ReadState, iter_buffers
+from kb.scan.reader import ReadError, ReadState, iter_buffers, iter_spans
 from tests.scan_jobdir import (
     build_bad_input_job,
     build_cascade_job,
@@ -191,6 +192,26 @@ def test_reader_yields_line_aligned_buffers_and_caps_long_lines() -> None:
     assert state.long_lines == 1
 
 
+@pytest.mark.parametrize("compression", [None, "gzip"])
+def test_reused_spans_carry_the_same_lines_as_fresh_buffers(compression: str | None) -> None:
+    rng = random.Random(7)
+    lines = [b"x" * rng.choice([0, 3, 40, 900, 3000, 7000]) + b"\n" for _ in range(400)]
+    data = b"".join(lines) + b"no newline at the end"
+    raw = gzip.compress(data) if compression else data
+    spans = []
+    for buf, end in iter_spans(io.BytesIO(raw), compression=compression, chunk=4096, max_line=5000):
+        assert buf[end - 1 : end] == b"\n"
+        spans.append(bytes(buf[:end]))  # the buffer is reused: keep a copy
+    fresh = list(iter_buffers(io.BytesIO(raw), compression=compression, chunk=4096, max_line=5000))
+    assert spans == fresh
+    got = b"".join(spans).split(b"\n")
+    assert got.pop() == b""  # the last line was given its newline
+    wanted = data.split(b"\n")
+    assert len(got) == len(wanted)  # every line is there, cut or not, and none is split in two
+    assert all(w.startswith(g) and len(g) <= 4096 + 5000 for g, w in zip(got, wanted, strict=True))
+    assert any(len(g) < len(w) for g, w in zip(got, wanted, strict=True))  # some line was cut
+
+
 def test_reader_reads_a_truncated_gzip_up_to_where_it_ends() -> None:
     text = "".join(f"line {i}\n" for i in range(20000)).encode()
     packed = gzip.compress(text)
@@ -265,16 +286,16 @@ def test_a_file_growing_during_the_scan_is_read_to_its_size_at_open(
     import kb.scan.worker as worker
 
     log = write(tmp_path / "driver.log", noise_lines(2000))
-    real = worker.iter_buffers
+    real = worker.iter_spans
 
     def growing(*args: Any, **kwargs: Any) -> Any:
-        for i, buf in enumerate(real(*args, **kwargs)):
+        for i, span in enumerate(real(*args, **kwargs)):
             if i == 0:
                 with log.open("ab") as fh:
                     fh.write(real_verl_output().encode())
-            yield buf
+            yield span
 
-    monkeypatch.setattr(worker, "iter_buffers", growing)
+    monkeypatch.setattr(worker, "iter_spans", growing)
     report = scan_paths([tmp_path], rules_diagnoser)
     assert report.skipped and report.skipped[0].partial and "grew" in report.skipped[0].reason
     assert report.findings == []  # what was appended after the file was opened is left to --follow
@@ -291,8 +312,13 @@ def test_file_scanner_groups_blocks_and_keeps_metrics(rules_diagnoser: Any) -> N
     data = text.encode()
     # Feed in uneven line-aligned pieces: blocks must survive buffer boundaries.
     cuts = [0, data.index(b"\n", 700) + 1, data.index(b"\n", 3000) + 1, len(data)]
+    # Through one reused buffer with junk after the end, as the reader hands them out.
+    junk = (b"Traceback (most recent call last):\n" * (len(data) // 30 + 2))[: len(data) + 64]
+    reused = bytearray(junk)
     for a, b in itertools.pairwise(cuts):
-        scanner.feed(data[a:b])
+        reused[: b - a] = data[a:b]
+        scanner.feed(reused, b - a)
+        reused[:] = junk  # whatever the scanner kept must be its own copy
     scanner.finish()
     assert result.lines == text.count("\n")
     groups = [g for g in result.groups.values() if "OutOfMemoryError" in g.signature]

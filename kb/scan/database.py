@@ -9,14 +9,13 @@ the same buffers gives the same hits.
 from __future__ import annotations
 
 import hashlib
-import os
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import IntEnum
-from pathlib import Path
 from typing import Any
 
+from kb.cache import cache_dir, write_atomically
 from kb.patterns import thread_scratch
 
 _hs: Any
@@ -72,13 +71,6 @@ MARKERS: list[tuple[Marker, str]] = [
 ]
 
 
-def _cache_dir() -> Path:
-    base = os.environ.get("VERL_DOCTOR_CACHE") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache")), "verl-doctor"
-    )
-    return Path(base)
-
-
 @dataclass
 class ScanDatabase:
     """Pattern ids 0..n-1 are the corpus symptoms (in ``RuleEngine`` order), then the markers."""
@@ -113,7 +105,7 @@ class ScanDatabase:
             self._db.scratch = _hs.Scratch(self._db)
             return
         key = hashlib.sha256("\x00".join(self.expressions).encode("utf-8")).hexdigest()[:20]
-        cached = _cache_dir() / f"scan-hyperscan-{key}.db"
+        cached = cache_dir() / f"scan-hyperscan-{key}.db"
         try:
             data = cached.read_bytes()
             self._db = _hs.loadb(data, mode=_hs.HS_MODE_BLOCK)
@@ -131,13 +123,7 @@ class ScanDatabase:
         )
         self._db = db
         self.serialized = _hs.dumpb(db)
-        try:
-            cached.parent.mkdir(parents=True, exist_ok=True)
-            tmp = cached.with_suffix(f".{os.getpid()}.tmp")
-            tmp.write_bytes(self.serialized)
-            tmp.replace(cached)
-        except OSError:
-            pass
+        write_atomically(cached, self.serialized)
 
     def for_worker(self) -> ScanDatabase:
         """A picklable copy: the serialised database travels, the live one is rebuilt on arrival."""
@@ -147,7 +133,7 @@ class ScanDatabase:
         if self._db is None and self._py is None:
             self.compile()
 
-    def scan(self, data: bytes | memoryview) -> list[tuple[int, int]]:
+    def scan(self, data: bytes | bytearray | memoryview) -> list[tuple[int, int]]:
         """(pattern id, end offset) of every match in ``data``."""
         self.ensure()
         hits: list[tuple[int, int]] = []

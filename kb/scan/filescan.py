@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
+from typing import Any
 
 from kb.scan.database import Marker, ScanDatabase
 from kb.signals import _EXC, _STEP_ITEM, _STEP_LINE, _WRAPPERS, _parse_number, clean_line
@@ -60,6 +61,7 @@ _MASK = [
 ]
 
 TimeKey = tuple[int, int, int, int, int, float]
+Buffer = bytes | bytearray
 
 
 def mask(text: str) -> str:
@@ -157,15 +159,28 @@ class _Block:
     raw_anchors: list[str] = field(default_factory=list)  # the same lines as printed (rank tags, timestamps)
 
 
-def count_newlines(buf: bytes, start: int = 0, end: int | None = None) -> int:
-    """Newlines in ``buf[start:end]``; numpy's vectorised compare is several times faster than
-    ``bytes.count`` on large spans."""
+#: Newlines counted with ``bytes.count`` by this process; past NUMPY_AFTER, numpy takes over.
+_counted = 0
+#: numpy counts newlines about three times faster than ``bytes.count`` but costs ~0.1 s to import,
+#: which only pays off once a worker has this much left to read.
+NUMPY_AFTER = 192 * 1024 * 1024
+_np: Any = None
+
+
+def count_newlines(buf: Buffer, start: int = 0, end: int | None = None) -> int:
+    """Newlines in ``buf[start:end]``."""
+    global _counted, _np
     end = len(buf) if end is None else end
     if end - start < 65536:
         return buf.count(b"\n", start, end)
-    import numpy as np
+    if _np is None:
+        _counted += end - start
+        if _counted < NUMPY_AFTER:
+            return buf.count(b"\n", start, end)
+        import numpy
 
-    return int(np.count_nonzero(np.frombuffer(buf, np.uint8, end - start, start) == 10))
+        _np = numpy
+    return int(_np.count_nonzero(_np.frombuffer(buf, _np.uint8, end - start, start) == 10))
 
 
 def _cut_lines(piece: bytes) -> bytes:
@@ -193,38 +208,43 @@ class FileScanner:
         self.tail = b""
         self.block: _Block | None = None
         self.cursor = 0  # offset in the current buffer of the open block's next_line
+        self.end = 0  # where the content of the current buffer ends
         self.last_block_end = 0
         self._env_seen: set[str] = set()
 
     # ------------------------------------------------------------------ feeding
 
-    def feed(self, buf: bytes) -> None:
-        hits = self.db.scan(buf)
+    def feed(self, buf: Buffer, end: int | None = None) -> None:
+        """Scan ``buf[:end]`` (whole lines). The buffer may be reused by the caller afterwards:
+        nothing kept here refers to it."""
+        end = len(buf) if end is None else end
+        hits = self.db.scan(memoryview(buf)[:end] if end != len(buf) else buf)
         self.cursor = 0
+        self.end = end
         pos, ln = 0, self.line
         if hits:
             per_line: dict[int, int] = {}
             kinds = self.kinds
             rfind = buf.rfind
-            for pid, end in hits:
-                ls = rfind(b"\n", 0, end) + 1
+            for pid, hit_end in hits:
+                ls = rfind(b"\n", 0, hit_end) + 1
                 per_line[ls] = per_line.get(ls, 0) | kinds[pid]
             for ls in sorted(per_line):
                 ln += count_newlines(buf, pos, ls)
                 pos = ls
-                self._hit(buf, ls, buf.find(b"\n", ls), ln, per_line[ls])
-        total = ln + count_newlines(buf, pos)
+                self._hit(buf, ls, buf.find(b"\n", ls, end), ln, per_line[ls])
+        total = ln + count_newlines(buf, pos, end)
         b = self.block
         if b is not None:
             self._extend_block(buf, min(b.after_end, total - 1))
             if b.next_line > b.after_end:
                 self._close_block()
         self.line = total
-        if len(buf) > TAIL_BYTES:
-            cut = buf.find(b"\n", len(buf) - TAIL_BYTES)
-            self.tail = buf[cut + 1 :]
+        if end > TAIL_BYTES:
+            cut = buf.find(b"\n", end - TAIL_BYTES, end)
+            self.tail = bytes(buf[cut + 1 : end])
         else:
-            self.tail = (self.tail + buf)[-TAIL_BYTES:]
+            self.tail = (self.tail + buf[:end])[-TAIL_BYTES:]
             nl = self.tail.find(b"\n")
             if len(self.tail) == TAIL_BYTES and nl >= 0:
                 self.tail = self.tail[nl + 1 :]
@@ -242,7 +262,7 @@ class FileScanner:
 
     # ------------------------------------------------------------------ hits
 
-    def _hit(self, buf: bytes, ls: int, le: int, ln: int, bits: int) -> None:
+    def _hit(self, buf: Buffer, ls: int, le: int, ln: int, bits: int) -> None:
         if bits & (_BIT[Marker.STEP] | _BIT[Marker.JSONL]):
             text = buf[ls : min(le, ls + 256 * 1024)].decode("utf-8", "replace")
             if bits & _BIT[Marker.STEP]:
@@ -298,7 +318,7 @@ class FileScanner:
 
     # ------------------------------------------------------------------ blocks
 
-    def _anchor(self, buf: bytes, ls: int, le: int, ln: int, bits: int) -> None:
+    def _anchor(self, buf: Buffer, ls: int, le: int, ln: int, bits: int) -> None:
         b = self.block
         if b is not None and ln > b.after_end:
             self._extend_block(buf, b.after_end)
@@ -323,7 +343,7 @@ class FileScanner:
         if b.next_line - b.start_line >= MAX_BLOCK_LINES or b.size >= MAX_BLOCK_BYTES:
             self._close_block()
 
-    def _open_block(self, buf: bytes, ls: int, ln: int) -> _Block:
+    def _open_block(self, buf: Buffer, ls: int, ln: int) -> _Block:
         want = max(0, min(BEFORE, ln - self.last_block_end - 1))
         start, got = ls, 0
         while got < want and start > 0:
@@ -336,27 +356,27 @@ class FileScanner:
                 pieces.append(b"\n".join(tail_lines) + b"\n")
                 got += len(tail_lines)
         if start < ls:
-            pieces.append(buf[start:ls])
+            pieces.append(bytes(buf[start:ls]))
         block = _Block(start_line=ln - got, next_line=ln, after_end=ln, pieces=[_cut_lines(p) for p in pieces])
         block.size = sum(len(p) for p in block.pieces)
         self.block = block
         self.cursor = ls
         return block
 
-    def _extend_block(self, buf: bytes, upto: int) -> None:
+    def _extend_block(self, buf: Buffer, upto: int) -> None:
         """Append lines ``next_line..upto`` (as far as ``buf`` reaches) to the open block."""
         b = self.block
         if b is None or upto < b.next_line:
             return
         pos, n = self.cursor, b.next_line
         find = buf.find
-        size = len(buf)
+        size = self.end
         while n <= upto and pos < size:
-            nl = find(b"\n", pos)
+            nl = find(b"\n", pos, size)
             pos = size if nl < 0 else nl + 1
             n += 1
         if pos > self.cursor and b.size < MAX_BLOCK_BYTES:
-            piece = _cut_lines(buf[self.cursor : pos])
+            piece = _cut_lines(bytes(buf[self.cursor : pos]))
             b.pieces.append(piece)
             b.size += len(piece)
         self.cursor = pos

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from kb.scan.database import ScanDatabase
 from kb.scan.filescan import FileScanner, SegmentResult
-from kb.scan.reader import ReadError, ReadState, iter_buffers, open_for_scan
+from kb.scan.reader import ReadError, ReadState, iter_spans, open_for_scan
 
 #: Plain files larger than this are split into segments of this size.
 SEGMENT_BYTES = 96 * 1024 * 1024
@@ -90,7 +90,7 @@ def scan_task(db: ScanDatabase, watched: frozenset[str], task: Task) -> SegmentR
             begin = _skip_partial_line(fh, task.start)
             end = task.end if task.end is not None else size_at_open
             limit = max(0, end - begin) if task.compression is None else None
-            for buf in iter_buffers(
+            for buf, buf_end in iter_spans(
                 fh,
                 compression=task.compression,
                 limit=limit,
@@ -98,7 +98,7 @@ def scan_task(db: ScanDatabase, watched: frozenset[str], task: Task) -> SegmentR
                 check_binary=task.segment == 0,
                 finish_line=task.end is not None,
             ):
-                scanner.feed(buf)
+                scanner.feed(buf, buf_end)
             if task.last:
                 _growth(task.path, fh, size_at_open, state)
     except ReadError as exc:
