@@ -28,9 +28,13 @@ $(VENV)/.dev: $(VENV)/.installed
 	$(BIN)/pip install --quiet -e ".[dev,ray]"
 	@touch $@
 
+# An editable install leaves the sources uncompiled, and where PYTHONDONTWRITEBYTECODE is set every
+# start would compile them again (a tenth of a second per command): compile them once here.
 setup: $(VENV)/.installed
+	$(BIN)/python -m compileall -q kb indexer server tui >/dev/null
 
 dev: $(VENV)/.dev
+	$(BIN)/python -m compileall -q kb indexer server tui >/dev/null
 
 # The main job: the HTTP API, the searchable FAQ at http://127.0.0.1:8000/ and MCP at /mcp,
 # on the bundled corpus and embedding model.

@@ -20,9 +20,10 @@ from pydantic import BaseModel, Field, field_validator
 from kb.engine import Diagnoser, is_question, rendered_overrides
 from kb.entry import Entry
 from kb.llm import Grounding, LLMClient, LLMError, check_reply
+from kb.loglines import Line, split_lines
 from kb.result import ConditionResult, Match, RenderedOverride, Result, SimilarIssue
 from kb.rules import check_condition
-from kb.signals import Line, extract_signals, split_lines
+from kb.signals import extract_signals
 from kb.versions import VersionError, in_range, parse_version
 
 #: A question in words is answered (not abstained on) from this confidence; a log needs the engine's "match".

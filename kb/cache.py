@@ -39,3 +39,14 @@ def read_private(path: Path) -> bytes | None:
             return fh.read()
     except OSError:
         return None
+
+
+def prune(directory: Path, pattern: str, keep: int) -> None:
+    """Delete all but the ``keep`` most recently written files matching ``pattern`` in ``directory``
+    (caches keyed on content would otherwise grow with every edit)."""
+    try:
+        found = sorted(directory.glob(pattern), key=lambda p: p.stat().st_mtime_ns, reverse=True)
+        for old in found[keep:]:
+            old.unlink(missing_ok=True)
+    except OSError:
+        pass

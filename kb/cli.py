@@ -26,7 +26,7 @@ def _fail(message: str, code: int = EXIT_USAGE) -> NoReturn:
 
 
 def _corpus_dir(value: str | None) -> Path:
-    from kb.corpus import default_corpus_dir
+    from kb.corpus_files import default_corpus_dir
 
     return Path(value) if value else default_corpus_dir()
 

@@ -71,23 +71,31 @@ def scan_cmd(
     if follow and ray_address is not None:
         _fail("--follow and --ray cannot be combined")
 
-    from kb.cli import build_diagnoser
+    from kb.cli import _corpus_dir, build_diagnoser
 
-    diagnoser = build_diagnoser(corpus_path, semantic=not no_semantic)
     targets = [Path(p) for p in paths]
     if follow:
-        _follow(targets, diagnoser, fmt == "json", interval)
+        _follow(targets, build_diagnoser(corpus_path, semantic=not no_semantic), fmt == "json", interval)
         return
 
+    from kb.deferred import Deferred
     from kb.scan.executors import LocalExecutor, RayExecutor, ScanError
     from kb.scan.runner import Executor, run_scan
+    from kb.scan.spec import ScanSpec, load_spec, save_spec
 
+    # With the pattern set of an earlier run at hand, the bytes stream while the corpus loads.
+    corpus_dir = _corpus_dir(corpus_path)
+    spec = load_spec(corpus_dir)
+    diagnoser = Deferred(lambda: build_diagnoser(corpus_path, semantic=not no_semantic))
     executor: Executor = RayExecutor(ray_address) if ray_address is not None else LocalExecutor(workers)
     try:
-        report = run_scan(targets, diagnoser, executor, progress=sys.stderr.isatty())
+        report = run_scan(targets, diagnoser, executor, progress=sys.stderr.isatty(), spec=spec)
     except ScanError as exc:
         _fail(str(exc))
         return
+    fresh = ScanSpec.of(diagnoser.result())
+    if fresh != spec:
+        save_spec(corpus_dir, fresh)
     if all(s.path in {str(t) for t in targets} for s in report.skipped) and len(report.skipped) == len(targets):
         for s in report.skipped:
             click.echo(f"verl-doctor: cannot read {s.path}: {s.reason}", err=True)

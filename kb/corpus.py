@@ -9,7 +9,6 @@ from __future__ import annotations
 import hashlib
 import os
 import pickle
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -18,7 +17,8 @@ import pydantic
 import yaml
 from pydantic import ValidationError
 
-from kb.cache import cache_dir, read_private, write_atomically
+from kb.cache import cache_dir, prune, read_private, write_atomically
+from kb.corpus_files import corpus_digest, iter_entry_files
 from kb.entry import BODY_SECTIONS, Entry, FrontMatter
 
 #: Entries are small documents; anything bigger is a mistake or an attack on the YAML parser.
@@ -89,17 +89,6 @@ def _markdown() -> Any:
 
         _md = MarkdownIt("commonmark").use(front_matter_plugin)
     return _md
-
-
-def iter_entry_files(root: Path) -> Iterator[Path]:
-    """Entry files: Markdown under an area folder (a README at the top is documentation)."""
-    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
-        dirnames.sort()
-        if Path(dirpath) == root:
-            continue
-        for name in sorted(filenames):
-            if name.endswith(".md") and name.lower() != "readme.md":
-                yield Path(dirpath) / name
 
 
 def _line_of(node: yaml.Node | None, loc: tuple[Any, ...]) -> int | None:
@@ -252,6 +241,7 @@ def load_corpus(root: Path, *, use_cache: bool = True) -> Corpus:
     if cached_at is not None and not corpus.problems:
         _ = corpus.fingerprint
         write_atomically(cached_at, pickle.dumps(corpus, protocol=pickle.HIGHEST_PROTOCOL))
+        prune(cached_at.parent, "corpus-*.pickle", keep=8)
     return corpus
 
 
@@ -262,18 +252,10 @@ _PARSER_SOURCES = ("corpus.py", "entry.py", "versions.py")
 
 def _cache_path(root: Path, files: list[Path]) -> Path | None:
     """The cache file for this exact corpus content and parser code; None when a file cannot be read."""
-    digest = hashlib.sha256(_CACHE_FORMAT + pydantic.VERSION.encode() + str(root.resolve()).encode())
     here = Path(__file__).resolve().parent
-    try:
-        for name in _PARSER_SOURCES:
-            digest.update((here / name).read_bytes())
-        for path in files:
-            raw = path.read_bytes()
-            digest.update(f"\0{path.relative_to(root)}\0{len(raw)}\0".encode())
-            digest.update(raw)
-    except (OSError, ValueError):
-        return None
-    return cache_dir() / f"corpus-{digest.hexdigest()[:24]}.pickle"
+    code = [here / name for name in _PARSER_SOURCES]
+    key = corpus_digest(root, files, code, salt=_CACHE_FORMAT + pydantic.VERSION.encode())
+    return cache_dir() / f"corpus-{key}.pickle" if key else None
 
 
 def _read_cached(path: Path, root: Path) -> Corpus | None:
@@ -288,14 +270,3 @@ def _read_cached(path: Path, root: Path) -> Corpus | None:
         return None
     corpus.root = root
     return corpus
-
-
-def default_corpus_dir() -> Path:
-    """The corpus to use: $VERL_DOCTOR_CORPUS, else the one bundled with the package."""
-    env = os.environ.get("VERL_DOCTOR_CORPUS")
-    if env:
-        return Path(env)
-    bundled = Path(__file__).resolve().parent.parent / "corpus"
-    if bundled.is_dir():
-        return bundled
-    return Path(__file__).resolve().parent / "corpus"

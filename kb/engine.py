@@ -9,11 +9,12 @@ from dataclasses import dataclass
 from kb.corpus import Corpus
 from kb.entry import Entry
 from kb.issues import IssueSearcher
+from kb.loglines import Line, split_lines
 from kb.overrides import render_override, render_value
 from kb.result import ConditionResult, Evidence, Match, RenderedOverride, Result, SignalsSummary, SimilarIssue
 from kb.retriever import Retriever
 from kb.rules import RuleEngine, check_condition
-from kb.signals import Line, Signals, extract_signals, split_lines
+from kb.signals import Signals, extract_signals
 from kb.versions import KNOWN_RELEASES, VersionError, in_range
 
 #: Rule confidence at or above which the semantic layer is not consulted at all (and never imported).

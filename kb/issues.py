@@ -179,7 +179,8 @@ def parse_export(data: bytes, name: str = "export") -> list[Issue]:
 def issue_document(issue: Issue) -> str:
     """What an issue is embedded by: its title and the error part of its body."""
     from kb.engine import distill
-    from kb.signals import extract_signals, split_lines
+    from kb.loglines import split_lines
+    from kb.signals import extract_signals
 
     lines = split_lines(issue.body[:4000])
     core = distill(lines, extract_signals(lines), max_chars=800) if lines else ""

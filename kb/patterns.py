@@ -13,38 +13,20 @@ import hashlib
 import re
 import re._constants as sre_constants  # the stdlib parser, to prove patterns regular
 import re._parser as sre_parse
-import threading
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import regex
 
-from kb.cache import cache_dir, write_atomically
-
-_hs: Any
-try:  # Hyperscan ships wheels for Linux x86_64/aarch64 only.
-    import hyperscan as _hs
-except ImportError:  # pragma: no cover - exercised on platforms without the wheel
-    _hs = None
+from kb.cache import cache_dir, prune, write_atomically
+from kb.hyperscan_support import hs as _hs
+from kb.hyperscan_support import thread_scratch
 
 #: Seconds a single confirmation may take before the line is treated as not matching.
 CONFIRM_TIMEOUT = 0.05
 #: Longer lines are cut before confirmation; no symptom needs more context than this.
 MAX_CONFIRM_LINE = 16 * 1024
-
-
-_local = threading.local()
-
-
-def thread_scratch(db: Any) -> Any:
-    """Hyperscan scratch space for this thread: one scratch must never serve two scans at once."""
-    cache: dict[int, tuple[Any, Any]] = _local.__dict__.setdefault("scratch", {})
-    held = cache.get(id(db))
-    if held is None or held[0] is not db:
-        held = (db, _hs.Scratch(db))
-        cache[id(db)] = held
-    return held[1]
 
 
 class PatternError(ValueError):
@@ -166,6 +148,7 @@ class PatternSet:
         except _hs.error as exc:
             raise PatternError(f"Hyperscan rejects the pattern set: {exc}") from None
         write_atomically(cached, _hs.dumpb(db))
+        prune(cached.parent, "hyperscan-*.db", keep=16)
         return db
 
     @staticmethod

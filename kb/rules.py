@@ -23,9 +23,10 @@ from kb.entry import (
     TextCheck,
     VersionCheck,
 )
+from kb.loglines import Line
 from kb.patterns import CONFIRM_TIMEOUT, PatternSet
 from kb.result import ConditionStatus, Evidence
-from kb.signals import Line, MetricPoint, Signals, is_finite
+from kb.signals import MetricPoint, Signals, is_finite
 from kb.versions import VersionError, in_range
 
 

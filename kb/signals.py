@@ -8,44 +8,18 @@ import json
 import math
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from pydantic import BaseModel, Field
 
-from kb.overrides import extract_overrides, parse_override
-
-#: Lines longer than this are cut: no verl message needs more, and regexes stay fast.
-MAX_LINE = 8192
-
-_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07]*\x07")
-# (TaskRunner pid=123) / (WorkerDict pid=1, ip=10.0.0.1) / (raylet) / (pid=12, ip=...) / (WorkerDict pid=1) [rank0]:
-_RAY_PREFIX = re.compile(
-    r"^(?:\((?:[A-Za-z_][\w.:]*(?:\s+pid=\d+)?|pid=\d+)(?:,\s*ip=[\w.:-]+)?(?:,\s*repeated \d+x[^)]*)?\)\s?)+"
+from kb.loglines import (
+    EXCEPTION_LINE,
+    STEP_ITEM,
+    STEP_LINE,
+    WRAPPER_EXCEPTIONS,
+    Line,
+    parse_number,
 )
-_RANK_PREFIX = re.compile(r"^\[?rank\s?\d+\]?:\s?")
-_SLURM_PREFIX = re.compile(r"^\d+:\s(?=\S)")  # srun --label output "3: ..."
-
-
-@dataclass(frozen=True)
-class Line:
-    no: int  # 1-based line number in the input
-    raw: str
-    text: str  # ANSI, Ray worker and rank prefixes removed
-
-
-def clean_line(raw: str) -> str:
-    text = _ANSI.sub("", raw[:MAX_LINE]).rstrip("\r")
-    for _ in range(3):
-        stripped = _RAY_PREFIX.sub("", text)
-        stripped = _RANK_PREFIX.sub("", stripped)
-        if stripped == text:
-            break
-        text = stripped
-    return text
-
-
-def split_lines(text: str) -> list[Line]:
-    return [Line(i + 1, raw, clean_line(raw)) for i, raw in enumerate(text.splitlines())]
+from kb.overrides import extract_overrides, parse_override
 
 
 class ExceptionInfo(BaseModel):
@@ -96,18 +70,11 @@ class Signals(BaseModel):
     def primary_exception(self) -> ExceptionInfo | None:
         """The innermost cause: the last exception printed that is not a wrapper."""
         for exc in reversed(self.exceptions):
-            if exc.type not in _WRAPPERS:
+            if exc.type not in WRAPPER_EXCEPTIONS:
                 return exc
         return self.exceptions[-1] if self.exceptions else None
 
 
-_WRAPPERS = {"RayTaskError", "RayActorError", "ActorDiedError", "HydraException", "InstantiationException"}
-
-_EXC = re.compile(
-    r"^(?:[A-Za-z_][\w]*\.)*(?P<type>[A-Z][A-Za-z0-9_]*(?:Error|Exception|Exit|Interrupt|Warning|Fault|Failure)"
-    r"|MissingMandatoryValue|BdbQuit|StopIteration|KeyError|PackageNotFoundError|OutOfMemoryError)"
-    r"(?:\((?P<inner>[A-Za-z_][\w.]*)\))?(?::\s?(?P<msg>.*))?$"
-)
 _FRAME = re.compile(r'^\s*File "(?P<path>[^"]+)", line (?P<line>\d+), in (?P<fn>\S+)')
 _HYDRA = [
     ("could_not_override", re.compile(r"Could not override '(?P<key>[^']+)'")),
@@ -145,20 +112,7 @@ _GPU = re.compile(
 _PLATFORM = re.compile(r"\b(aarch64|arm64|x86_64|ppc64le)\b")
 _ENV = re.compile(r"\b((?:SLURM|CUDA|NCCL|GLOO|RAY|VLLM|VERL|HYDRA|WANDB|HF|TORCH)_[A-Z0-9_]+)=")
 _SLURM_HINT = re.compile(r"^(?:srun|slurmstepd|sbatch|salloc):|SLURM_JOB_ID")
-_STEP_LINE = re.compile(r"(?:^|\s)step:(?P<step>\d+) - (?P<rest>.*)$")
-_STEP_ITEM = re.compile(
-    r"^(?P<k>[^\s:][^:]*?):(?:np\.\w+\(|torch\.tensor\()?(?P<v>-?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|inf|nan|True|False))\)?$"
-)
 _PY_VALUE = re.compile(r"np\.\w+\(([^()]*)\)")
-
-
-def _parse_number(text: str) -> float | None:
-    if text in ("True", "False"):
-        return 1.0 if text == "True" else 0.0
-    try:
-        return float(text)
-    except ValueError:
-        return None
 
 
 def _add_metric(signals: Signals, key: str, step: int, value: float, line_no: int) -> None:
@@ -166,14 +120,14 @@ def _add_metric(signals: Signals, key: str, step: int, value: float, line_no: in
 
 
 def _parse_step_line(signals: Signals, line: Line) -> bool:
-    m = _STEP_LINE.search(line.text)
+    m = STEP_LINE.search(line.text)
     if not m:
         return False
     step = int(m["step"])
     for item in m["rest"].split(" - "):
-        im = _STEP_ITEM.match(item.strip())
+        im = STEP_ITEM.match(item.strip())
         if im:
-            value = _parse_number(im["v"])
+            value = parse_number(im["v"])
             if value is not None:
                 _add_metric(signals, im["k"].strip(), step, value, line.no)
     return True
@@ -219,12 +173,12 @@ def extract_signals(lines: Sequence[Line]) -> Signals:
         if _parse_step_line(signals, line) or _parse_jsonl_metrics(signals, line):
             continue
         stripped = text.strip()
-        m = _EXC.match(stripped)
+        m = EXCEPTION_LINE.match(stripped)
         if m and (m["msg"] is not None or m["inner"] or stripped == m.group(0)) and len(stripped) < 4000:
             exc_type = m["type"]
             message = (m["msg"] or "").strip()
             inner = m["inner"]
-            if inner and exc_type in _WRAPPERS:
+            if inner and exc_type in WRAPPER_EXCEPTIONS:
                 signals.exceptions.append(
                     ExceptionInfo(type=inner.split(".")[-1], message=message, line_no=line.no, wrapped_in=exc_type)
                 )

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import yaml
 
-from kb.corpus import Corpus, CorpusError, EntryProblem, iter_entry_files, load_corpus
+from kb.corpus import Corpus, CorpusError, EntryProblem, load_corpus
+from kb.corpus_files import iter_entry_files
 from kb.entry import Entry, TextCheck
 from kb.keysets import KeyStatus, classify
 from kb.overrides import close_keys

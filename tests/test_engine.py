@@ -7,7 +7,8 @@ import subprocess
 import sys
 
 from kb.cli import main
-from kb.signals import extract_signals, split_lines
+from kb.loglines import split_lines
+from kb.signals import extract_signals
 
 RAY_WRAPPED = """\
 (TaskRunner pid=41873) Traceback (most recent call last):

@@ -340,3 +340,73 @@ def test_discover_classifies_job_files(tmp_path: Path) -> None:
     assert sum(1 for k in kinds.values() if k == "ray") == 8
     assert "rollout/12.jsonl" not in kinds and job.ignored["rollout/validation generation dumps"] == 1
     assert job.checkpoint_steps == [10]
+
+
+# --------------------------------------------------------------------------- streaming while the corpus loads
+
+
+def _comparable(report: ScanReport) -> list[dict[str, Any]]:
+    return [f.model_dump(exclude={"incident": {"diagnosis"}}) for f in report.findings]
+
+
+def test_a_scan_started_before_the_corpus_loads_gives_the_same_report(tmp_path: Path, rules_diagnoser: Any) -> None:
+    from kb.deferred import Deferred
+    from kb.scan.executors import LocalExecutor
+    from kb.scan.runner import run_scan
+    from kb.scan.spec import ScanSpec
+
+    build_drift_job(tmp_path / "a")
+    build_cascade_job(tmp_path / "b")
+    paths = [tmp_path / "a", tmp_path / "b"]
+    ready = scan_paths(paths, rules_diagnoser)
+    spec = ScanSpec.of(rules_diagnoser)
+    loads: list[str] = []
+
+    def load() -> Any:
+        loads.append("loaded")
+        return rules_diagnoser
+
+    progress: list[tuple[int, int]] = []
+    early = run_scan(
+        paths, Deferred(load), LocalExecutor(1), spec=spec, on_progress=lambda d, t: progress.append((d, t))
+    )
+    assert loads == ["loaded"] and _comparable(early) == _comparable(ready) and ready.findings
+    assert progress[0][0] == 0 and progress[-1][0] == progress[-1][1] > 0
+
+    # A cached spec that no longer fits the corpus (a symptom pattern gone): the scan is redone.
+    stale = ScanSpec(spec.kb_version, spec.symptoms[:-5], spec.watched - {"training/rollout_probs_diff_mean"})
+    again = run_scan(paths, Deferred(lambda: rules_diagnoser), LocalExecutor(1), spec=stale)
+    assert _comparable(again) == _comparable(ready)
+
+
+def test_the_scan_spec_is_cached_per_corpus_content(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, rules_diagnoser: Any
+) -> None:
+    import shutil
+
+    from kb.scan.spec import ScanSpec, load_spec, save_spec
+    from tests.conftest import CORPUS
+
+    monkeypatch.setenv("VERL_DOCTOR_CACHE", str(tmp_path / "cache"))
+    corpus = tmp_path / "corpus"
+    shutil.copytree(CORPUS, corpus)
+    assert load_spec(corpus) is None
+    spec = ScanSpec.of(rules_diagnoser)
+    save_spec(corpus, spec)
+    assert load_spec(corpus) == spec
+    entry = next(corpus.glob("ray/*.md"))
+    entry.write_text(entry.read_text() + "\n")
+    assert load_spec(corpus) is None  # any edit: the spec must be derived again
+
+
+def test_deferred_hands_errors_to_the_caller() -> None:
+    import sys
+
+    from kb.deferred import Deferred
+
+    failing = Deferred(lambda: sys.exit(2))
+    failing.start()
+    with pytest.raises(SystemExit):
+        failing.result()
+    inline = Deferred(lambda: 42)  # never started: built when asked for
+    assert inline.result() == 42 and inline.result() == 42

@@ -30,8 +30,8 @@ CLI = (
 RAY_ENV = {"RAY_AUTH_MODE": "disabled", "RAY_USAGE_STATS_ENABLED": "0"}
 
 
-def run(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", **RAY_ENV}
+def run(*args: str, timeout: float = 300, env_extra: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", **RAY_ENV, **(env_extra or {})}
     return subprocess.run([*CLI, *args], capture_output=True, text=True, timeout=timeout, env=env)
 
 
@@ -67,6 +67,25 @@ def test_json_report_reuses_the_result_schema(jobs: tuple[Path, Path]) -> None:
     assert {"id", "confidence", "verdict", "overrides", "evidence"} <= set(diagnosis["matches"][0])
     ids = [f["incident"]["id"] for f in report["findings"] if f["incident"]]
     assert len(ids) == len(set(ids)) and all(i.startswith(("J1.", "J2.")) for i in ids)
+
+
+def test_a_warm_scan_streams_while_the_corpus_loads_and_reports_the_same(
+    tmp_path: Path, jobs: tuple[Path, Path]
+) -> None:
+    cache = {"VERL_DOCTOR_CACHE": str(tmp_path / "cache")}
+    cold = run("scan", "--json", "--no-semantic", str(jobs[0]), env_extra=cache)
+    assert cold.returncode == 1, cold.stderr
+    assert len(list((tmp_path / "cache").glob("scan-spec-*.json"))) == 1
+    assert len(list((tmp_path / "cache").glob("corpus-*.pickle"))) == 1
+    warm = run("scan", "--json", "--no-semantic", str(jobs[0]), env_extra=cache)
+    assert warm.returncode == 1, warm.stderr
+
+    def without_timing(text: str) -> dict[str, Any]:
+        report = json.loads(text)
+        report["stats"].pop("seconds")
+        return report
+
+    assert without_timing(warm.stdout) == without_timing(cold.stdout)
 
 
 def test_markdown_and_sarif(jobs: tuple[Path, Path]) -> None:

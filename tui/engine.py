@@ -28,7 +28,8 @@ def load_diagnoser(corpus_dir: Path | None, semantic: bool) -> Diagnoser:
 
     Raises ``kb.corpus.CorpusError`` when the corpus cannot be read.
     """
-    from kb.corpus import default_corpus_dir, load_corpus
+    from kb.corpus import load_corpus
+    from kb.corpus_files import default_corpus_dir
 
     loaded = load_corpus(corpus_dir or default_corpus_dir())
 

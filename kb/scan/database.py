@@ -15,14 +15,9 @@ from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import Any
 
-from kb.cache import cache_dir, write_atomically
-from kb.patterns import thread_scratch
-
-_hs: Any
-try:
-    import hyperscan as _hs
-except ImportError:  # pragma: no cover - platforms without the wheel
-    _hs = None
+from kb.cache import cache_dir, prune, write_atomically
+from kb.hyperscan_support import hs as _hs
+from kb.hyperscan_support import thread_scratch
 
 
 class Marker(IntEnum):
@@ -124,6 +119,7 @@ class ScanDatabase:
         self._db = db
         self.serialized = _hs.dumpb(db)
         write_atomically(cached, self.serialized)
+        prune(cached.parent, "scan-hyperscan-*.db", keep=16)
 
     def for_worker(self) -> ScanDatabase:
         """A picklable copy: the serialised database travels, the live one is rebuilt on arrival."""

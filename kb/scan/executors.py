@@ -20,6 +20,10 @@ OnDone = Callable[[Task, SegmentResult], None]
 INLINE_BYTES = 48 * 1024 * 1024
 
 
+def _nothing() -> None:
+    pass
+
+
 class ScanError(Exception):
     """The scan cannot run at all (no Ray cluster, no worker processes); the message says why."""
 
@@ -37,9 +41,18 @@ class LocalExecutor:
     def __init__(self, workers: int | None = None) -> None:
         self.workers = max(1, workers) if workers else default_workers()
 
-    def run(self, db: ScanDatabase, watched: frozenset[str], tasks: list[Task], on_done: OnDone, size: int) -> None:
+    def run(
+        self,
+        db: ScanDatabase,
+        watched: frozenset[str],
+        tasks: list[Task],
+        on_done: OnDone,
+        size: int,
+        started: Callable[[], None] = _nothing,
+    ) -> None:
         if self.workers == 1 or len(tasks) <= 1 or size < INLINE_BYTES:
             self.workers = 1
+            started()
             for task in tasks:
                 on_done(task, scan_task(db, watched, task))
             return
@@ -51,11 +64,15 @@ class LocalExecutor:
         with ProcessPoolExecutor(n, mp_context=ctx, initializer=install, initargs=(db.for_worker(), watched)) as pool:
             pending: dict[Future[SegmentResult], Task] = {}
             queue = list(tasks)
+            notify: Callable[[], None] | None = started
             # Keep the queue short so results (and their memory) come back as they are made.
             while queue or pending:
                 while queue and len(pending) < n * 2:
                     task = queue.pop(0)
                     pending[pool.submit(run_installed, task)] = task
+                if notify is not None:
+                    notify()  # the workers exist (forked at the first submit): threads are safe now
+                    notify = None
                 done, _ = wait(pending, return_when=FIRST_COMPLETED)
                 for fut in done:
                     on_done(pending.pop(fut), fut.result())
@@ -71,7 +88,15 @@ class RayExecutor:
         self.address = address or "auto"
         self.workers = 0
 
-    def run(self, db: ScanDatabase, watched: frozenset[str], tasks: list[Task], on_done: OnDone, size: int) -> None:
+    def run(
+        self,
+        db: ScanDatabase,
+        watched: frozenset[str],
+        tasks: list[Task],
+        on_done: OnDone,
+        size: int,
+        started: Callable[[], None] = _nothing,
+    ) -> None:
         try:
             import ray
         except ImportError:
@@ -88,6 +113,7 @@ class RayExecutor:
             remote: Any = ray.remote(num_cpus=1)(scan_task)
             db_ref = ray.put(db.for_worker())
             pending = {remote.remote(db_ref, watched, task): task for task in tasks}
+            started()
             while pending:
                 done, _ = ray.wait(list(pending), num_returns=1)
                 for ref in done:

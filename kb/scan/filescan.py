@@ -20,8 +20,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from kb.loglines import EXCEPTION_LINE, STEP_ITEM, STEP_LINE, WRAPPER_EXCEPTIONS, clean_line, parse_number
 from kb.scan.database import Marker, ScanDatabase
-from kb.signals import _EXC, _STEP_ITEM, _STEP_LINE, _WRAPPERS, _parse_number, clean_line
 
 BEFORE = 6  # context lines kept before the first anchor of a block
 AFTER = 6  # context lines kept after the last anchor
@@ -280,7 +280,7 @@ class FileScanner:
             self._anchor(buf, ls, le, ln, bits & _ANCHOR_BITS)
 
     def _step_line(self, text: str, ln: int) -> None:
-        m = _STEP_LINE.search(text.rstrip("\r"))
+        m = STEP_LINE.search(text.rstrip("\r"))
         if not m:
             return
         step = int(m["step"])
@@ -291,9 +291,9 @@ class FileScanner:
                 self.result.metric_keys.append(key)
             if key not in self.watched:
                 continue
-            im = _STEP_ITEM.match(item.strip())
+            im = STEP_ITEM.match(item.strip())
             if im:
-                value = _parse_number(im["v"])
+                value = parse_number(im["v"])
                 if value is not None:
                     self.result.metrics.setdefault(key, []).append((step, value, ln))
 
@@ -335,7 +335,7 @@ class FileScanner:
         if bits & _BIT[Marker.TRACEBACK]:
             b.tb_open = True
             b.after_end = max(b.after_end, ln + TRACEBACK_AFTER)
-        elif bits & _BIT[Marker.EXCEPTION] and b.tb_open and _EXC.match(text.strip()):
+        elif bits & _BIT[Marker.EXCEPTION] and b.tb_open and EXCEPTION_LINE.match(text.strip()):
             b.tb_open = False
             b.after_end = ln + AFTER
         else:
@@ -436,18 +436,18 @@ def classify_block(anchors: list[tuple[int, int, str]]) -> tuple[str, str, str]:
     for _, bits, text in reversed(anchors):
         if not bits & _BIT[Marker.EXCEPTION]:
             continue
-        m = _EXC.match(text.strip())
+        m = EXCEPTION_LINE.match(text.strip())
         if not m:
             continue
         etype, inner = m["type"], m["inner"]
-        if etype in _WRAPPERS and inner:
+        if etype in WRAPPER_EXCEPTIONS and inner:
             etype = inner.split(".")[-1]
-        elif etype in _WRAPPERS and exc_line is not None:
+        elif etype in WRAPPER_EXCEPTIONS and exc_line is not None:
             continue
-        if exc_line is None or etype not in _WRAPPERS:
+        if exc_line is None or etype not in WRAPPER_EXCEPTIONS:
             exc_line = text.strip()
             exc_sig = f"{etype}: {mask(m['msg'] or '')}"
-            if etype not in _WRAPPERS:
+            if etype not in WRAPPER_EXCEPTIONS:
                 break
     has_error = any(bits & _ERROR_BITS for _, bits, _ in anchors)
     if exc_line is not None and exc_sig is not None:

@@ -9,11 +9,12 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from kb.loglines import split_lines
 from kb.overrides import OverrideReport, check_overrides, extract_overrides, parse_override
 from kb.result import Match
 from kb.scan.files import Job
 from kb.scan.report import JobFacts
-from kb.signals import MetricPoint, Signals, extract_signals, split_lines
+from kb.signals import MetricPoint, Signals, extract_signals
 from kb.versions import VersionError
 
 if TYPE_CHECKING:

@@ -1,4 +1,5 @@
-"""``scan_paths``: discover the jobs' files, scan them in parallel, and turn the results into a report."""
+"""``scan_paths``: discover the jobs' files and scan them in parallel; :mod:`kb.scan.assemble` turns
+the results into a report. Only what streams bytes is imported up front."""
 
 from __future__ import annotations
 
@@ -8,68 +9,107 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
+from kb.deferred import Deferred
 from kb.scan.database import ScanDatabase
 from kb.scan.executors import LocalExecutor, OnDone
-from kb.scan.files import Job, JobFile, discover
+from kb.scan.files import JobFile, discover
 from kb.scan.filescan import BlockGroup, SegmentResult
-from kb.scan.incidents import build_incidents, merge_groups
-from kb.scan.job import check_job_overrides, evaluate_metrics, gather_facts, merge_series, watched_metrics
-from kb.scan.report import (
-    SEVERITY_RANK,
-    FileStat,
-    Finding,
-    Incident,
-    JobReport,
-    ScanReport,
-    SkippedFile,
-)
+from kb.scan.spec import ScanSpec
 from kb.scan.worker import Task, plan
 
 if TYPE_CHECKING:
     from kb.engine import Diagnoser
-
-_DRIVER_KINDS = ("driver", "hydra_log", "wandb_log")
-_OVERRIDE_ERRORS = ("unknown", "needs_plus", "remove_plus", "malformed", "bad_value")
-_KIND_ORDER = {"failure": 0, "error": 1, "override": 2, "metric": 3, "warning": 4, "cascade": 5}
+    from kb.scan.report import ScanReport
 
 
 class Executor(Protocol):
-    """Runs scan tasks somewhere and calls ``on_done`` for each (in the calling thread)."""
+    """Runs scan tasks somewhere and calls ``on_done`` for each (in the calling thread). ``started`` is
+    called once the workers are up (after any fork), while the tasks run."""
 
     name: str
 
     @property
     def workers(self) -> int: ...
 
-    def run(self, db: ScanDatabase, watched: frozenset[str], tasks: list[Task], on_done: OnDone, size: int) -> None: ...
+    def run(
+        self,
+        db: ScanDatabase,
+        watched: frozenset[str],
+        tasks: list[Task],
+        on_done: OnDone,
+        size: int,
+        started: Callable[[], None] = ...,
+    ) -> None: ...
 
 
-_DB_CACHE: dict[str, ScanDatabase] = {}
+#: (bytes scanned so far, bytes in all)
+OnProgress = Callable[[int, int], None]
+
+_DB_CACHE: dict[tuple[str, ...], ScanDatabase] = {}
 
 
-def scan_database(diagnoser: Diagnoser) -> ScanDatabase:
-    """The corpus's symptom regexes plus the scanner's markers, compiled once per corpus."""
-    symptoms = list(diagnoser.rules.patterns.patterns)
-    key = diagnoser.kb_version + str(len(symptoms))
-    db = _DB_CACHE.get(key)
-    if db is None or db.symptoms != symptoms:
-        db = _DB_CACHE[key] = ScanDatabase.for_symptoms(symptoms)
+def scan_database(source: Diagnoser | ScanSpec) -> ScanDatabase:
+    """The corpus's symptom regexes plus the scanner's markers, compiled once per pattern set."""
+    symptoms = source.symptoms if isinstance(source, ScanSpec) else tuple(source.rules.patterns.patterns)
+    db = _DB_CACHE.get(symptoms)
+    if db is None:
+        db = _DB_CACHE[symptoms] = ScanDatabase.for_symptoms(symptoms)
     return db
 
 
 def scan_paths(
-    paths: list[Path], diagnoser: Diagnoser, *, workers: int | None = None, progress: bool = False
+    paths: list[Path],
+    diagnoser: Diagnoser,
+    *,
+    workers: int | None = None,
+    progress: bool = False,
+    on_progress: OnProgress | None = None,
 ) -> ScanReport:
     """Scan job directories (or single log files): every path is one job. Files run in parallel across
     cores; ``report.findings`` is non-empty when problems were found; unreadable input is in
-    ``report.skipped`` with the reason."""
-    return run_scan(paths, diagnoser, LocalExecutor(workers), progress=progress)
+    ``report.skipped`` with the reason. ``progress`` draws a bar on stderr; ``on_progress`` is called
+    with (bytes done, bytes in all) as files finish."""
+    return run_scan(paths, diagnoser, LocalExecutor(workers), progress=progress, on_progress=on_progress)
 
 
-def run_scan(paths: list[Path], diagnoser: Diagnoser, executor: Executor, *, progress: bool = False) -> ScanReport:
-    started = time.perf_counter()
-    db = scan_database(diagnoser)
-    watched = watched_metrics(diagnoser)
+def run_scan(
+    paths: list[Path],
+    diagnoser: Diagnoser | Deferred[Diagnoser],
+    executor: Executor,
+    *,
+    progress: bool = False,
+    on_progress: OnProgress | None = None,
+    spec: ScanSpec | None = None,
+) -> ScanReport:
+    """``diagnoser`` may still be loading (a :class:`Deferred` with a ``spec`` cached from an earlier
+    run): the bytes are then scanned while it loads, and the scan is redone in the rare case the
+    loaded corpus turns out to need another spec."""
+    t0 = time.perf_counter()
+    if isinstance(diagnoser, Deferred) and spec is not None:
+        report = _run_scan(paths, diagnoser, executor, spec, progress, on_progress, t0)
+        if report is not None:
+            return report
+    ready = diagnoser.result() if isinstance(diagnoser, Deferred) else diagnoser
+    report = _run_scan(paths, ready, executor, ScanSpec.of(ready), progress, on_progress, t0)
+    assert report is not None
+    return report
+
+
+def _run_scan(
+    paths: list[Path],
+    diagnoser: Diagnoser | Deferred[Diagnoser],
+    executor: Executor,
+    spec: ScanSpec,
+    progress: bool,
+    on_progress: OnProgress | None,
+    t0: float,
+) -> ScanReport | None:
+    """None when ``diagnoser`` was deferred and, once loaded, needs another spec than the one used."""
+    deferred = diagnoser if isinstance(diagnoser, Deferred) else None
+    # One thread, started once the workers run: the report code's imports, then the diagnoser.
+    loading = Deferred(lambda: _prepare(deferred)) if deferred is not None else None
+    db = scan_database(spec)
+    watched = spec.watched
     jobs = [discover(Path(p)) for p in paths]
     files: list[tuple[int, JobFile]] = [(ji, f) for ji, job in enumerate(jobs) for f in job.log_files]
     tasks: list[Task] = []
@@ -79,45 +119,45 @@ def run_scan(paths: list[Path], diagnoser: Diagnoser, executor: Executor, *, pro
     total = sum(f.size for _, f in files)
     results: dict[int, list[SegmentResult]] = {}
 
+    done_bytes = 0
     with _progress(progress, total) as advance:
 
         def on_done(task: Task, result: SegmentResult) -> None:
+            nonlocal done_bytes
             results.setdefault(task.file_index, []).append(result)
-            advance((task.end or files[task.file_index][1].size) - task.start)
+            step = (task.end or files[task.file_index][1].size) - task.start
+            done_bytes += step
+            advance(step)
+            if on_progress is not None:
+                on_progress(done_bytes, total)
 
-        executor.run(db, watched, tasks, on_done, total)
+        if on_progress is not None:
+            on_progress(0, total)
+        executor.run(db, watched, tasks, on_done, total, loading.start if loading is not None else _nothing)
 
-    report = ScanReport(kb_version=diagnoser.kb_version, paths=[str(p) for p in paths])
-    per_job: dict[int, list[tuple[JobFile, SegmentResult]]] = {}
-    for fi, (ji, jf) in enumerate(files):
-        merged = merge_segments(results.get(fi, []))
-        per_job.setdefault(ji, []).append((jf, merged))
-        report.stats.bytes += merged.bytes_read
-        report.stats.lines += merged.lines
-        if merged.skipped is not None:
-            report.skipped.append(SkippedFile(path=str(jf.path), reason=merged.skipped))
-        elif merged.partial is not None:
-            report.skipped.append(SkippedFile(path=str(jf.path), reason=merged.partial, partial=True))
-        elif merged.long_lines:
-            report.notes.append(f"{jf.path}: " + "; ".join(merged.notes))
-    for ji, job in enumerate(jobs):
-        report.skipped += [
-            SkippedFile(path=str(job.root / s.path) if s.path else str(job.root), reason=s.reason) for s in job.skipped
-        ]
-        label = f"J{ji + 1}." if len(jobs) > 1 else ""
-        job_report, findings = assemble_job(job, per_job.get(ji, []), diagnoser, label)
-        report.jobs.append(job_report)
-        report.findings += findings
-    report.findings.sort(key=lambda f: (SEVERITY_RANK[f.severity], _KIND_ORDER[f.kind], -(f.confidence or 0.0)))
-    for i, f in enumerate(report.findings, 1):
-        f.id = f"F{i}"
-    report.stats.files = len(files)
-    report.stats.bytes_scanned = sum(r.bytes_read for rs in results.values() for r in rs)
-    report.stats.seconds = round(time.perf_counter() - started, 3)
+    if loading is not None:
+        diagnoser = loading.result()
+        if ScanSpec.of(diagnoser) != spec:
+            return None
+    assert not isinstance(diagnoser, Deferred)
+    from kb.scan.assemble import build_report
+
+    report = build_report(paths, jobs, files, results, diagnoser)
+    report.stats.seconds = round(time.perf_counter() - t0, 3)
     report.stats.engine = db.engine
     report.stats.executor = executor.name
     report.stats.workers = executor.workers
     return report
+
+
+def _nothing() -> None:
+    pass
+
+
+def _prepare(diagnoser: Deferred[Diagnoser]) -> Diagnoser:
+    import kb.scan.assemble  # noqa: F401  (imported here, off the streaming path)
+
+    return diagnoser.result()
 
 
 def merge_segments(segments: list[SegmentResult]) -> SegmentResult:
@@ -148,93 +188,6 @@ def merge_segments(segments: list[SegmentResult]) -> SegmentResult:
         if not out.metric_keys:
             out.metric_keys = seg.metric_keys
     return out
-
-
-def assemble_job(
-    job: Job, scanned: list[tuple[JobFile, SegmentResult]], diagnoser: Diagnoser, label: str
-) -> tuple[JobReport, list[Finding]]:
-    scanned = sorted(scanned, key=lambda fr: (fr[0].kind not in _DRIVER_KINDS, fr[0].rel))
-    env_lines = [ln for _, r in scanned for ln in r.env_lines]
-    signals, facts, override_texts = gather_facts(job, env_lines)
-    drafts = merge_groups([(jf.rel, jf.kind, r.groups) for jf, r in scanned if r.skipped is None])
-    incidents = build_incidents(drafts, diagnoser, signals, label)
-    series, origin = merge_series([(jf.rel, r.metrics) for jf, r in scanned])
-    metric_matches = evaluate_metrics(diagnoser, signals, series)
-    override_report = check_job_overrides(override_texts, facts)
-    facts.metrics_seen = next((r.metric_keys for _, r in scanned if r.metric_keys), [])[:300]
-    steps = sorted({p.step for pts in series.values() for p in pts})
-    facts.steps = (steps[0], steps[-1]) if steps else None
-    root = str(job.root)
-    job_report = JobReport(
-        root=root,
-        facts=facts,
-        incidents=incidents,
-        overrides=override_report,
-        files=[
-            FileStat(path=jf.rel, kind=jf.kind, compression=jf.compression, bytes=jf.size, lines=r.lines)
-            for jf, r in scanned
-        ],
-        ignored=dict(job.ignored),
-    )
-    findings: list[Finding] = [_incident_finding(root, inc) for inc in incidents]
-    for m in metric_matches:
-        ev = next((e for e in m.evidence if e.kind == "metric"), None)
-        metric = ev.pattern.split(" ")[0] if ev is not None and ev.pattern else None
-        where = f" ({origin[metric]})" if metric in origin else ""
-        findings.append(
-            Finding(
-                id="",
-                job=root,
-                kind="metric",
-                severity="warning",
-                title=f"{m.title}{where}",
-                entry_id=m.id,
-                confidence=m.confidence,
-                verdict=m.verdict,
-                metric=m,
-            )
-        )
-    if override_report is not None:
-        for v in override_report.verdicts:
-            if not v.fails:
-                continue
-            findings.append(
-                Finding(
-                    id="",
-                    job=root,
-                    kind="override",
-                    severity="error" if v.status in _OVERRIDE_ERRORS else "warning",
-                    title=f"override {v.text}: {v.message}",
-                    override=v,
-                )
-            )
-    return job_report, findings
-
-
-def _incident_finding(root: str, inc: Incident) -> Finding:
-    best = inc.diagnosis.matches[0] if inc.diagnosis.matches else None
-    kind = {"first-failure": "failure", "error": "error", "cascade": "cascade", "notice": "warning"}[inc.role]
-    if inc.role == "first-failure":
-        severity = "critical"
-    elif inc.role == "error":
-        severity = "error"
-    elif inc.role == "notice" and best is not None and best.verdict == "match":
-        severity = "warning"
-    else:
-        severity = "note"
-    title = best.title if best is not None and best.verdict == "match" else inc.title
-    return Finding(
-        id="",
-        job=root,
-        kind=kind,  # type: ignore[arg-type]
-        severity=severity,  # type: ignore[arg-type]
-        title=title,
-        entry_id=best.id if best is not None else None,
-        confidence=best.confidence if best is not None else None,
-        verdict=best.verdict if best is not None else None,
-        caused_by=inc.caused_by,
-        incident=inc,
-    )
 
 
 @contextmanager

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -88,40 +87,6 @@ def _result_for(match: Any) -> Any:
     from kb.result import Result, SignalsSummary
 
     return Result(kb_version="", abstained=False, signals=SignalsSummary(), matches=[match])
-
-
-def _scan(
-    paths: list[Path],
-    diagnoser: Any,
-    workers: int | None,
-    on_progress: Callable[[int, int], None],
-) -> ScanReport:
-    """Run the scanner, reporting (tasks done, tasks in all) as it goes."""
-    from kb.scan.executors import LocalExecutor
-    from kb.scan.runner import run_scan
-
-    inner = LocalExecutor(workers)
-
-    class Reporting:
-        name = inner.name
-
-        @property
-        def workers(self) -> int:
-            return inner.workers
-
-        def run(self, db: Any, watched: Any, tasks: list[Any], on_done: Any, size: int) -> None:
-            done = 0
-            on_progress(0, len(tasks))
-
-            def done_one(task: Any, result: Any) -> None:
-                nonlocal done
-                on_done(task, result)
-                done += 1
-                on_progress(done, len(tasks))
-
-            inner.run(db, watched, tasks, done_one, size)
-
-    return run_scan(paths, diagnoser, Reporting())
 
 
 class JobsPane(Vertical):
@@ -261,7 +226,9 @@ class JobsPane(Vertical):
                 self.app.call_from_thread(self._progress, done, total)
 
         try:
-            report = _scan([path], engine.scan_diagnoser(), self.scan_workers, progress)
+            from kb.scan.runner import scan_paths
+
+            report = scan_paths([path], engine.scan_diagnoser(), workers=self.scan_workers, on_progress=progress)
         except Exception as exc:  # a scan problem is a message, never a crash of the app
             self.app.call_from_thread(self._failed, f"{type(exc).__name__}: {exc}")
             return
@@ -270,7 +237,7 @@ class JobsPane(Vertical):
 
     def _progress(self, done: int, total: int) -> None:
         self.query_one(ProgressBar).update(total=max(total, 1), progress=done)
-        self.query_one("#jobs-status", Static).update(f"scanning: {done} of {total} part(s) done…")
+        self.query_one("#jobs-status", Static).update(f"scanning: {done / 1e6:.1f} of {total / 1e6:.1f} MB…")
 
     def _failed(self, message: str) -> None:
         self.query_one("#jobs-status", Static).update(f"scan failed: {escape(message)}")
