@@ -146,6 +146,15 @@ class _Lines:
         raise AssertionError(f"no such finding within {timeout}s; got {self.lines}")
 
 
+def _assert_points_into(path: Path, finding: dict[str, Any], words: str) -> None:
+    """The finding's first location is a line of ``path`` as it is now, near the words it reports."""
+    where = finding["incident"]["first"]
+    text = path.read_text().splitlines()
+    assert where["file"] == path.name and 1 <= where["line"] <= len(text), (where, len(text))
+    near = "\n".join(text[max(0, where["line"] - 8) : where["line"] + 8]).lower()
+    assert words in near, (where, near)
+
+
 def test_follow_reports_new_findings_through_rotation_and_truncation(tmp_path: Path) -> None:
     log = write(tmp_path / "verl_demo.log", noise_lines(50))
     proc = subprocess.Popen(
@@ -165,10 +174,12 @@ def test_follow_reports_new_findings_through_rotation_and_truncation(tmp_path: P
         write(tmp_path / "verl_demo.log", noise_lines(10))
         with (tmp_path / "verl_demo.log").open("a") as fh:
             fh.write(real_verl_output("hydra_trainer_nnode_typo"))
-        lines.wait_for(lambda f: f["entry_id"] == "trainer-nnode-typo")
+        typo = lines.wait_for(lambda f: f["entry_id"] == "trainer-nnode-typo")
+        _assert_points_into(tmp_path / "verl_demo.log", typo, "nnode")  # numbered in the new file
         with (tmp_path / "verl_demo.log").open("w") as fh:  # truncation in place
             fh.write("".join(f"(WorkerDict pid=99000) {ln}\n" for ln in ACTOR_DIED.splitlines()))
-        lines.wait_for(lambda f: f["entry_id"] == "ray-actor-died-unexpectedly")
+        died = lines.wait_for(lambda f: f["entry_id"] == "ray-actor-died-unexpectedly")
+        _assert_points_into(tmp_path / "verl_demo.log", died, "actor died")
         reported = [json.loads(x)["entry_id"] for x in lines.lines]
         assert reported.count("ray-init-num-cpus-renamed") == 1  # never reported twice
     finally:

@@ -195,13 +195,14 @@ class Follower:
 
 
 def _merge_snapshot(parts: list[SegmentResult]) -> SegmentResult:
-    """Results of a file's rotations and truncations, as one (without disturbing the live scanner)."""
+    """Results of a file's rotations and truncations, as one (without disturbing the live scanner).
+    Line numbers stay those of each generation: after a rotation, line 12 is line 12 of the new file."""
     import copy
 
     snapshot = [copy.deepcopy(p) for p in parts]
     for i, p in enumerate(snapshot):
         p.segment = i
-    return merge_segments(snapshot)
+    return merge_segments(snapshot, consecutive=False)
 
 
 def _finding_key(f: Finding) -> str:

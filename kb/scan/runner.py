@@ -160,15 +160,17 @@ def _prepare(diagnoser: Deferred[Diagnoser]) -> Diagnoser:
     return diagnoser.result()
 
 
-def merge_segments(segments: list[SegmentResult]) -> SegmentResult:
-    """One file's result from its segments, with absolute line numbers."""
+def merge_segments(segments: list[SegmentResult], consecutive: bool = True) -> SegmentResult:
+    """One file's result from its segments, with absolute line numbers. With ``consecutive=False`` the
+    parts are successive generations of a file (rotated or truncated), each numbered from its line 1."""
     segments = sorted(segments, key=lambda s: s.segment)
     if not segments:
         return SegmentResult(file_index=-1, segment=0, skipped="not scanned")
     out = segments[0]
     offset = out.lines
     for seg in segments[1:]:
-        seg.shift(offset)
+        if consecutive:
+            seg.shift(offset)
         offset += seg.lines
         out.lines += seg.lines
         out.bytes_read += seg.bytes_read
