@@ -410,3 +410,34 @@ def test_deferred_hands_errors_to_the_caller() -> None:
         failing.result()
     inline = Deferred(lambda: 42)  # never started: built when asked for
     assert inline.result() == 42 and inline.result() == 42
+
+
+def test_reports_show_similar_past_issues(tmp_path: Path, rules_diagnoser: Any) -> None:
+    import json
+
+    from rich.console import Console
+
+    from kb.result import SimilarIssue
+    from kb.scan.render import render_markdown, render_sarif, render_terminal
+
+    build_cascade_job(tmp_path / "job")
+    report = scan_paths([tmp_path / "job"], rules_diagnoser)
+    first = report.findings[0]
+    assert first.kind == "failure" and first.incident is not None
+    first.incident.diagnosis.similar_issues = [
+        SimilarIssue(
+            number=1234,
+            title="OOM in update_actor [FSDP]",
+            url="https://github.com/verl-project/verl/issues/1234",
+            state="closed",
+            score=0.71,
+        )
+    ]
+    console = Console(record=True, width=200)
+    render_terminal(report, console)
+    assert "similar issue: #1234 [closed] OOM in update_actor" in console.export_text()
+    md = render_markdown(report)
+    assert "- [#1234 OOM in update_actor (FSDP)](https://github.com/verl-project/verl/issues/1234) (closed, 0.71)" in md
+    sarif = json.loads(render_sarif(report))
+    props = sarif["runs"][0]["results"][0]["properties"]
+    assert props["similarIssues"][0]["number"] == 1234

@@ -108,6 +108,13 @@ def _render_finding(out: Console, f: Finding, cascade: list[Finding]) -> None:
             if cause:
                 out.print(f"  why: {cause[:600]}", markup=False)
             _fix(out, [o.line for o in best.overrides], best.actions, inc.diagnosis.verl_version_used)
+        for issue in inc.diagnosis.similar_issues[:3]:
+            state = f" [{issue.state}]" if issue.state else ""
+            out.print(
+                f"  similar issue: #{issue.number}{state} {issue.title[:120]} {issue.url} ({issue.score:.2f})",
+                style="dim",
+                markup=False,
+            )
         for c in cascade:
             if c.incident is not None:
                 out.print(f"  caused: {c.incident.title[:160]} — {_where(c.incident)}", style="dim", markup=False)
@@ -150,6 +157,14 @@ def render_markdown(report: ScanReport) -> str:
                 lines += ["Fix:", "", "```", *[o.line for o in best.overrides], "```", ""]
             if best is not None and best.actions:
                 lines += [f"- {a}" for a in best.actions] + [""]
+            similar = inc.diagnosis.similar_issues[:3]
+            if similar:
+                lines.append("Similar past issues:")
+                lines.append("")
+                for issue in similar:
+                    state = f"{issue.state}, " if issue.state else ""
+                    lines.append(f"- [#{issue.number} {_md_text(issue.title)}]({issue.url}) ({state}{issue.score:.2f})")
+                lines.append("")
             excerpt = inc.excerpt[-30:]
             lines += ["<details><summary>excerpt</summary>", "", "```", *excerpt, "```", "", "</details>", ""]
         if f.metric is not None:
@@ -163,6 +178,11 @@ def render_markdown(report: ScanReport) -> str:
         lines += ["### Skipped", ""]
         lines += [f"- `{sk.path}`: {sk.reason}" for sk in report.skipped]
     return "\n".join(lines).rstrip() + "\n"
+
+
+def _md_text(text: str) -> str:
+    """Issue titles inside link text: brackets and backticks would end or break the link."""
+    return text.replace("[", "(").replace("]", ")").replace("`", "'")[:160]
 
 
 def render_sarif(report: ScanReport) -> str:
@@ -185,6 +205,12 @@ def render_sarif(report: ScanReport) -> str:
             result["properties"].update(
                 {"count": f.incident.count, "ranks": f.incident.ranks, "causedBy": f.incident.caused_by}
             )
+            similar = f.incident.diagnosis.similar_issues[:3]
+            if similar:
+                result["properties"]["similarIssues"] = [
+                    {"number": i.number, "title": i.title, "url": i.url, "state": i.state, "score": i.score}
+                    for i in similar
+                ]
         if f.metric is not None:
             ev = next((e for e in f.metric.evidence if e.kind == "metric"), None)
             if ev is not None and ev.steps is not None:
