@@ -67,7 +67,7 @@ class LocalExecutor:
             notify: Callable[[], None] | None = started
             # Keep the queue short so results (and their memory) come back as they are made.
             while queue or pending:
-                while queue and len(pending) < n * 2:
+                while queue and len(pending) < n * 8:
                     task = queue.pop(0)
                     pending[pool.submit(run_installed, task)] = task
                 if notify is not None:
