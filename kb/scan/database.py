@@ -79,6 +79,8 @@ class ScanDatabase:
     def __post_init__(self) -> None:
         self.kinds: list[Marker] = [Marker.SYMPTOM] * len(self.symptoms) + [m for m, _ in self.markers]
         self.expressions: list[str] = list(self.symptoms) + [p for _, p in self.markers]
+        self.kind_bits: list[int] = [1 << int(k) for k in self.kinds]  # per pattern id, for OR-ing per line
+        self.digest = hashlib.sha1("\x00".join(self.expressions).encode("utf-8")).hexdigest()
 
     @classmethod
     def for_symptoms(cls, symptoms: Sequence[str]) -> ScanDatabase:

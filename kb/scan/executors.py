@@ -12,7 +12,7 @@ from typing import Any
 
 from kb.scan.database import ScanDatabase
 from kb.scan.filescan import SegmentResult
-from kb.scan.worker import Task, install, run_installed, scan_task
+from kb.scan.worker import Task, batches, install, run_installed, scan_batch, scan_task
 
 OnDone = Callable[[Task, SegmentResult], None]
 
@@ -62,20 +62,21 @@ class LocalExecutor:
         n = min(self.workers, len(tasks))
         self.workers = n
         with ProcessPoolExecutor(n, mp_context=ctx, initializer=install, initargs=(db.for_worker(), watched)) as pool:
-            pending: dict[Future[SegmentResult], Task] = {}
-            queue = list(tasks)
+            pending: dict[Future[list[SegmentResult]], list[Task]] = {}
+            queue = batches(tasks)
             notify: Callable[[], None] | None = started
             # Keep the queue short so results (and their memory) come back as they are made.
             while queue or pending:
                 while queue and len(pending) < n * 8:
-                    task = queue.pop(0)
-                    pending[pool.submit(run_installed, task)] = task
+                    batch = queue.pop(0)
+                    pending[pool.submit(run_installed, batch)] = batch
                 if notify is not None:
                     notify()  # the workers exist (forked at the first submit): threads are safe now
                     notify = None
                 done, _ = wait(pending, return_when=FIRST_COMPLETED)
                 for fut in done:
-                    on_done(pending.pop(fut), fut.result())
+                    for task, result in zip(pending.pop(fut), fut.result(), strict=True):
+                        on_done(task, result)
 
 
 class RayExecutor:
@@ -110,14 +111,15 @@ class RayExecutor:
                 raise ScanError(f"cannot connect to the Ray cluster at {self.address}: {exc}") from None
         try:
             self.workers = int(ray.cluster_resources().get("CPU", 0))
-            remote: Any = ray.remote(num_cpus=1)(scan_task)
+            remote: Any = ray.remote(num_cpus=1)(scan_batch)
             db_ref = ray.put(db.for_worker())
-            pending = {remote.remote(db_ref, watched, task): task for task in tasks}
+            pending = {remote.remote(db_ref, watched, batch): batch for batch in batches(tasks)}
             started()
             while pending:
                 done, _ = ray.wait(list(pending), num_returns=1)
                 for ref in done:
-                    on_done(pending.pop(ref), ray.get(ref))
+                    for task, result in zip(pending.pop(ref), ray.get(ref), strict=True):
+                        on_done(task, result)
         finally:
             if started_here:
                 ray.shutdown()

@@ -200,7 +200,7 @@ class FileScanner:
         rank_hint: int | None = None,
     ) -> None:
         self.db = db
-        self.kinds = [1 << int(k) for k in db.kinds]
+        self.kinds = db.kind_bits
         self.watched = watched_metrics
         self.result = result
         self.rank_hint = rank_hint

@@ -115,7 +115,7 @@ def _run_scan(
     tasks: list[Task] = []
     for fi, (_, jf) in enumerate(files):
         tasks += plan(fi, str(jf.path), jf.compression, jf.size, jf.rank_hint)
-    tasks.sort(key=lambda t: -((t.end or files[t.file_index][1].size) - t.start))
+    tasks.sort(key=lambda t: -t.size)
     total = sum(f.size for _, f in files)
     results: dict[int, list[SegmentResult]] = {}
 
@@ -125,9 +125,8 @@ def _run_scan(
         def on_done(task: Task, result: SegmentResult) -> None:
             nonlocal done_bytes
             results.setdefault(task.file_index, []).append(result)
-            step = (task.end or files[task.file_index][1].size) - task.start
-            done_bytes += step
-            advance(step)
+            done_bytes += task.size
+            advance(task.size)
             if on_progress is not None:
                 on_progress(done_bytes, total)
 

@@ -6,7 +6,6 @@ core; each segment reports how many lines it holds, and the parent shifts line n
 
 from __future__ import annotations
 
-import hashlib
 import os
 from dataclasses import dataclass
 
@@ -28,15 +27,52 @@ class Task:
     end: int | None  # raw offset where the segment ends (lines starting before it belong to it); None: EOF
     last: bool
     rank_hint: int | None
+    size: int = 0  # raw bytes this task covers: for scheduling and progress
+
+
+#: Small tasks travel together, about this many bytes at a time: a Ray session holds thousands of small
+#: logs, and one process round trip each would cost more than reading them.
+BATCH_BYTES = 4 * 1024 * 1024
+#: ... and at most this many files, so progress still moves.
+BATCH_FILES = 256
+
+
+def batches(tasks: list[Task]) -> list[list[Task]]:
+    """``tasks`` in submission units, in order: big tasks alone, small ones grouped."""
+    out: list[list[Task]] = []
+    current: list[Task] = []
+    size = 0
+    for task in tasks:
+        if task.size >= BATCH_BYTES:
+            out.append([task])
+            continue
+        current.append(task)
+        size += task.size
+        if size >= BATCH_BYTES or len(current) >= BATCH_FILES:
+            out.append(current)
+            current, size = [], 0
+    if current:
+        out.append(current)
+    return out
 
 
 def plan(file_index: int, path: str, compression: str | None, size: int, rank_hint: int | None) -> list[Task]:
     if compression is not None or size <= SEGMENT_BYTES:
-        return [Task(file_index, 0, path, compression, 0, None, True, rank_hint)]
+        return [Task(file_index, 0, path, compression, 0, None, True, rank_hint, size)]
     n = (size + SEGMENT_BYTES - 1) // SEGMENT_BYTES
     bounds = [i * size // n for i in range(n)] + [size]
     return [
-        Task(file_index, i, path, None, bounds[i], bounds[i + 1] if i < n - 1 else None, i == n - 1, rank_hint)
+        Task(
+            file_index,
+            i,
+            path,
+            None,
+            bounds[i],
+            bounds[i + 1] if i < n - 1 else None,
+            i == n - 1,
+            rank_hint,
+            bounds[i + 1] - bounds[i],
+        )
         for i in range(n)
     ]
 
@@ -44,13 +80,20 @@ def plan(file_index: int, path: str, compression: str | None, size: int, rank_hi
 _DBS: dict[str, ScanDatabase] = {}
 
 
+_last: tuple[ScanDatabase, ScanDatabase] | None = None
+
+
 def _database(db: ScanDatabase) -> ScanDatabase:
-    """One live database per process, whatever the number of tasks."""
-    key = hashlib.sha1(db.serialized or "\x00".join(db.expressions).encode()).hexdigest()
-    live = _DBS.get(key)
+    """One live database per process, whatever the number of tasks (the same object is handed in
+    again and again: that case costs nothing)."""
+    global _last
+    if _last is not None and _last[0] is db:
+        return _last[1]
+    live = _DBS.get(db.digest)
     if live is None:
         db.ensure()
-        live = _DBS[key] = db
+        live = _DBS[db.digest] = db
+    _last = (db, live)
     return live
 
 
@@ -138,6 +181,10 @@ def install(db: ScanDatabase, watched: frozenset[str]) -> None:
     _INSTALLED = (_database(db), watched)
 
 
-def run_installed(task: Task) -> SegmentResult:
+def scan_batch(db: ScanDatabase, watched: frozenset[str], batch: list[Task]) -> list[SegmentResult]:
+    return [scan_task(db, watched, task) for task in batch]
+
+
+def run_installed(batch: list[Task]) -> list[SegmentResult]:
     assert _INSTALLED is not None, "install() was not called in this worker"
-    return scan_task(_INSTALLED[0], _INSTALLED[1], task)
+    return scan_batch(_INSTALLED[0], _INSTALLED[1], batch)
