@@ -1,11 +1,12 @@
 """Benchmark `verl-doctor scan` against ripgrep running the corpus patterns over the same job dirs.
 
-    .venv/bin/python bench/scan.py                      # 100 MB, 1 GB and 4 GB under /tmp/verl-doctor-bench
+    .venv/bin/python bench/scan.py                      # 100 MB, 1 GB, 4 GB and 3000 small files
     .venv/bin/python bench/scan.py --sizes 100M --runs 3
 
 For each size it writes a seeded verl-like run directory (two jobs: a metric drift plus the same
 OOM traceback on 8 ranks, and a first failure with its NCCL-watchdog/actor-died cascade; driver logs
-with step lines, Ray worker logs, Hydra overrides, the file logger's JSONL, a rotated .gz log), then
+with step lines, Ray worker logs, Hydra overrides, the file logger's JSONL, a rotated .gz log), or
+for ``NNNfiles`` one job with NNN small Ray logs (one holding an OOM traceback), then
 times, in the same run and alternating, `verl-doctor scan --json --no-semantic JOB1 JOB2` and
 `rg -z -c -f <(verl-doctor corpus patterns) DIR`, after one warm-up of each (page cache warm for
 both). Peak memory is sampled from /proc over the whole process tree (the scan's worker processes
@@ -227,6 +228,22 @@ def build(root: Path, total: int, seed: int = 1234) -> list[Path]:
     return [j1, j2]
 
 
+def build_many(root: Path, files: int, seed: int = 99) -> list[Path]:
+    """One job whose Ray session holds ``files`` small worker logs (~32 KB each), one of them with the
+    OOM traceback: what a long run's ``/tmp/ray/session_*/logs`` looks like."""
+    rng = random.Random(seed)
+    pool = _noise_pool(rng)
+    logs = root / "many" / "ray" / "session_2025-12-06_18-00-00_1" / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    bad = files // 2
+    for i in range(files):
+        text = "".join(rng.choices(pool, k=130))
+        if i == bad:
+            text += "".join(f"[rank5]: {ln}\n" for ln in OOM_TRACEBACK.format(rank=5, pid=70000 + i).splitlines())
+        (logs / f"python-core-worker-{i:08x}_{70000 + i}.log").write_text(text)
+    return [root / "many"]
+
+
 def _tree_rss(pid: int) -> tuple[int, int]:
     """(sum of RSS, largest RSS) in bytes over ``pid`` and its descendants."""
     children: dict[int, list[int]] = {}
@@ -294,6 +311,9 @@ def check_planted(report: dict[str, object]) -> list[str]:
     """Which planted problems the scan found (names of the ones it missed)."""
     findings = report["findings"]
     assert isinstance(findings, list)
+    if all(f["job"].endswith("/many") for f in findings) and findings:
+        oom = [f for f in findings if f["entry_id"] == "actor-update-cuda-oom-offload"]
+        return [] if oom and oom[0]["incident"]["ranks"] == [5] else ["the OOM in one of the small files"]
     missed = []
     by_entry = {(f["job"].rsplit("/", 1)[-1], f["entry_id"], f["kind"]) for f in findings}
     if not any(e == ("job1", "rollout-training-logprob-mismatch", "metric") for e in by_entry):
@@ -323,7 +343,7 @@ def check_planted(report: dict[str, object]) -> list[str]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--sizes", default="100M,1G,4G")
+    ap.add_argument("--sizes", default="100M,1G,4G,3000files", help="Sizes, and NNNfiles for many small logs.")
     ap.add_argument("--runs", type=int, default=2)
     ap.add_argument("--dir", default=os.path.join(tempfile.gettempdir(), "verl-doctor-bench"))
     ap.add_argument("--keep", action="store_true", help="Keep the generated directories.")
@@ -339,11 +359,13 @@ def main() -> None:
     )
     rows = []
     for size_text in args.sizes.split(","):
-        size = _size(size_text)
         root = Path(args.dir) / size_text
         shutil.rmtree(root, ignore_errors=True)
         t0 = time.perf_counter()
-        jobs = build(root, size)
+        if size_text.endswith("files"):  # e.g. 3000files: many small Ray logs
+            jobs = build_many(root, int(size_text.removesuffix("files")))
+        else:
+            jobs = build(root, _size(size_text))
         on_disk = sum(p.stat().st_size for p in root.rglob("*") if p.is_file())
         print(f"[{size_text}] wrote {on_disk / 1e6:.0f} MB in {time.perf_counter() - t0:.1f} s", flush=True)
         scan_cmd = [str(BIN / "verl-doctor"), "scan", "--json", "--no-semantic", *map(str, jobs)]
