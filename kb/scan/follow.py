@@ -19,7 +19,7 @@ from kb.scan.assemble import assemble_job
 from kb.scan.files import JobFile, discover
 from kb.scan.filescan import FileScanner, SegmentResult
 from kb.scan.job import watched_metrics
-from kb.scan.reader import MAX_LINE_BYTES, ReadError, looks_binary, open_for_scan
+from kb.scan.reader import MAX_LINE_BYTES, SNIFF, ReadError, looks_binary, open_for_scan
 from kb.scan.report import Finding, SkippedFile
 from kb.scan.runner import merge_segments, scan_database
 from kb.scan.worker import Task, scan_task
@@ -91,7 +91,7 @@ class Follower:
             data = f.fh.read(READ_CHUNK)
             if not data:
                 break
-            if first and looks_binary(data[:65536]):
+            if first and looks_binary(data[:SNIFF]):
                 self.skipped[str(f.file.path)] = SkippedFile(path=str(f.file.path), reason="binary content")
                 f.fh.close()
                 f.fh = None

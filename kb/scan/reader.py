@@ -23,7 +23,7 @@ MAX_LINE_BYTES = 1024 * 1024
 #: Compressed bytes per decompress call: small, because one call can inflate a thousandfold.
 RAW_COMPRESSED = 64 * 1024
 #: How much of the first buffer is sniffed for binary content.
-SNIFF = 64 * 1024
+SNIFF = 8 * 1024
 
 
 class ByteStream(Protocol):
