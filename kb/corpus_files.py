@@ -47,7 +47,7 @@ def default_corpus_dir() -> Path:
     env = os.environ.get("VERL_DOCTOR_CORPUS")
     if env:
         return Path(env)
-    bundled = Path(__file__).resolve().parent.parent / "corpus"
-    if bundled.is_dir():
-        return bundled
-    return Path(__file__).resolve().parent / "corpus"
+    in_repo = Path(__file__).resolve().parent.parent / "corpus"  # a checkout or an editable install
+    if in_repo.is_dir():
+        return in_repo
+    return Path(__file__).resolve().parent / "bundled_corpus"  # a wheel (see setup.py)
