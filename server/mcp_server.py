@@ -32,9 +32,11 @@ from mcp_types import ToolAnnotations
 from pydantic import BaseModel, Field
 
 from kb import __version__
+from kb.ask import MAX_MESSAGE_CHARS, AskAnswer, ChatMessage, ask
 from kb.engine import Diagnoser
 from kb.entry import Entry
 from kb.inputs import InputError, read_input
+from kb.llm import LLMClient
 from kb.overrides import OverrideReport, check_overrides, extract_overrides
 from kb.result import Result
 from kb.search import SearchHit, search_entries
@@ -54,6 +56,8 @@ verl-doctor diagnoses failures of verl (RL post-training for LLMs) from a knowle
 - diagnose: paste a traceback, a log excerpt or a question; get ranked known problems with cause, evidence and
   the Hydra overrides that fix it for the user's verl version.
 - scan: a job's output directory (inside the server's scan roots): incidents across ranks, first failure vs cascade.
+- ask: a question in words (with the user's earlier messages for a follow-up such as "and on 0.5?"); an answer
+  that cites the entries it comes from, or an abstention with the closest entries.
 - search_faq / get_entry: browse the knowledge base; entries are also resources at verl-doctor://entries/{id}.
 - check_overrides: check Hydra overrides (or a whole launch command) against a verl release before submitting.
 """
@@ -83,6 +87,14 @@ CommandLine = Annotated[
         max_length=200_000,
         description="a launch command, shell script or .hydra/overrides.yaml text to take the overrides from",
     ),
+]
+Question = Annotated[
+    str,
+    Field(min_length=1, max_length=MAX_MESSAGE_CHARS, description="a question about verl, or a follow-up to earlier"),
+]
+Earlier = Annotated[
+    list[str] | None,
+    Field(max_length=50, description="the user's earlier messages in this conversation, oldest first"),
 ]
 ScanPath = Annotated[
     str,
@@ -155,7 +167,7 @@ def _override_texts(overrides: list[str] | None, command_line: str | None) -> li
 
 
 def build_server(diagnoser: Diagnoser, setup: MCPSetup | None = None) -> MCPServer:
-    """The MCP server: five tools and the entries as resources, over ``diagnoser``."""
+    """The MCP server: six tools and the entries as resources, over ``diagnoser``."""
     setup = setup or MCPSetup()
     roots = [Path(r) for r in setup.scan_roots]
     ready = _Ready(diagnoser)
@@ -215,6 +227,25 @@ def build_server(diagnoser: Diagnoser, setup: MCPSetup | None = None) -> MCPServ
     if scan_module is not None:
         scan.__annotations__["return"] = scan_module.ScanReport  # structured output: the HTTP API's ScanReport
     server.add_tool(scan, title="Scan a job directory", annotations=_READ_ONLY)
+
+    @server.tool(name="ask", title="Ask about verl", annotations=_READ_ONLY)
+    async def ask_tool(question: Question, earlier: Earlier = None, verl_version: VerlVersion = None) -> AskAnswer:
+        """Answer a question in words from the knowledge base: the cause, the conditions (and the facts it
+        cannot see), the overrides for the verl version, how to check the fix, citing entry ids; or
+        `abstained` with the closest entries. An LLM writes the answer when $VERL_DOCTOR_LLM_URL is set,
+        checked against the cited entries."""
+        messages = [ChatMessage(role="user", content=text) for text in [*(earlier or []), question] if text.strip()]
+        if not messages:
+            raise ToolError("the question is empty")
+
+        def run() -> AskAnswer:
+            ready()
+            return ask(diagnoser, messages, verl_version=verl_version, llm=LLMClient.from_env())
+
+        try:
+            return await anyio.to_thread.run_sync(run)
+        except VersionError as exc:
+            raise ToolError(f"verl_version: {exc}") from None
 
     @server.tool(title="Search the verl FAQ", annotations=_READ_ONLY)
     async def search_faq(query: Query, k: K = 10) -> list[SearchHit]:

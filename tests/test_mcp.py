@@ -27,6 +27,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import CallToolResult, TextResourceContents
 from pydantic import TypeAdapter
 
+from kb.ask import AskAnswer
 from kb.overrides import OverrideReport
 from kb.result import Result
 from kb.search import SearchHit
@@ -38,7 +39,7 @@ REPO = Path(__file__).resolve().parent.parent
 FAILURE_LOG = REPO / "tests" / "eval" / "verl_runs" / "hydra_ray_init_old_key" / "output.log"
 TOP_ENTRY = "ray-init-num-cpus-renamed"
 TOKEN = "test-token-4f1c"
-TOOLS = {"diagnose", "scan", "search_faq", "get_entry", "check_overrides"}
+TOOLS = {"diagnose", "ask", "scan", "search_faq", "get_entry", "check_overrides"}
 HAS_SCANNER = _scan_module() is not None
 
 
@@ -81,6 +82,16 @@ async def _stdio_conversation(root: Path, errlog: Any) -> dict[str, Any]:
             out["get_entry"] = await client.call_tool("get_entry", {"id": TOP_ENTRY, "verl_version": "0.9.1"})
             out["get_entry_missing"] = await client.call_tool("get_entry", {"id": "ray-init-num-cpus-renamd"})
             out["search_faq"] = await client.call_tool("search_faq", {"query": "ray_init num_cpus", "k": 5})
+            out["ask"] = await client.call_tool(
+                "ask",
+                {
+                    "earlier": ["Hydra says: Could not override 'ray_init.num_cpus'. Key 'ray_init' is not in struct"],
+                    "question": "and on verl 0.5?",
+                },
+            )
+            out["ask_bad_version"] = await client.call_tool(
+                "ask", {"question": "how do I set ray_init num_cpus?", "verl_version": "not-a-version"}
+            )
             out["check_list"] = await client.call_tool(
                 "check_overrides", {"overrides": ["ray_init.num_cpus=16"], "verl_version": "0.9.1"}
             )
@@ -146,6 +157,16 @@ def test_stdio_get_entry(stdio: dict[str, Any]) -> None:
     missing: CallToolResult = stdio["get_entry_missing"]
     assert missing.is_error
     assert f"did you mean {TOP_ENTRY}" in _text(missing)
+
+
+def test_stdio_ask_follows_the_conversation(stdio: dict[str, Any]) -> None:
+    result: CallToolResult = stdio["ask"]
+    assert not result.is_error, _text(result)
+    answer = AskAnswer.model_validate(result.structured_content)
+    assert not answer.abstained and answer.followup
+    assert [c.id for c in answer.citations] == [TOP_ENTRY]
+    assert answer.facts.verl_version is not None and answer.facts.verl_version.startswith("0.5")
+    assert stdio["ask_bad_version"].is_error and "verl_version" in _text(stdio["ask_bad_version"])
 
 
 def test_stdio_search_faq(stdio: dict[str, Any]) -> None:
