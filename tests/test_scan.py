@@ -441,3 +441,34 @@ def test_reports_show_similar_past_issues(tmp_path: Path, rules_diagnoser: Any) 
     sarif = json.loads(render_sarif(report))
     props = sarif["runs"][0]["results"][0]["properties"]
     assert props["similarIssues"][0]["number"] == 1234
+
+
+# --------------------------------------------------------------------------- real verl output
+
+
+def _real_runs() -> list[tuple[str, list[str]]]:
+    """(run directory, expected entry ids) for every real verl run an eval case points at."""
+    import json
+
+    from tests.conftest import REPO
+
+    runs: dict[str, list[str]] = {}
+    for cases in sorted((REPO / "tests" / "eval" / "cases").glob("*.jsonl")):
+        for line in cases.read_text().splitlines():
+            case = json.loads(line) if line.strip() else {}
+            source = str(case.get("input_file", ""))
+            if "/verl_runs/" in source:
+                runs[str(REPO / Path(source).parent)] = list(case["expected"])
+    return sorted(runs.items())
+
+
+@pytest.mark.parametrize(("run", "expected"), _real_runs(), ids=lambda v: Path(v).name if isinstance(v, str) else "")
+def test_a_real_verl_run_scans_to_its_known_problem(run: str, expected: list[str], rules_diagnoser: Any) -> None:
+    """The scan's first failure (or, for a run that hangs, its first finding) is the problem `match` names
+    for the same output: Hydra's announcement and Ray's wrapper lines stay in one block with the exception."""
+    report = scan_paths([Path(run)], rules_diagnoser)
+    first = next((f for f in report.findings if f.kind == "failure"), report.findings[0] if report.findings else None)
+    if not expected:
+        assert first is None or first.verdict != "match"
+        return
+    assert first is not None and first.entry_id in expected, [(f.kind, f.entry_id) for f in report.findings]

@@ -31,6 +31,7 @@ MAX_BLOCK_BYTES = 256 * 1024
 LINE_CUT = 8192  # block lines are cut here, as the engine does
 MAX_LOCATIONS = 20  # line numbers kept per group and file
 MAX_ENV_LINES = 300
+HYDRA_ANNOUNCES = "Error executing job with overrides"
 TAIL_BYTES = 32 * 1024
 
 _BIT = {m: 1 << int(m) for m in Marker}
@@ -332,10 +333,15 @@ class FileScanner:
         if len(b.anchors) < 64:
             b.anchors.append((ln, bits, text))
             b.raw_anchors.append(raw[:400])
-        if bits & _BIT[Marker.TRACEBACK]:
+        exc = EXCEPTION_LINE.match(text.strip()) if bits & _BIT[Marker.EXCEPTION] and b.tb_open else None
+        if bits & _BIT[Marker.TRACEBACK] or (bits & _BIT[Marker.FATAL] and HYDRA_ANNOUNCES in text):
+            # Hydra names the failed job first and prints its traceback after (other processes' lines
+            # may come between): one block, until the exception line.
             b.tb_open = True
             b.after_end = max(b.after_end, ln + TRACEBACK_AFTER)
-        elif bits & _BIT[Marker.EXCEPTION] and b.tb_open and EXCEPTION_LINE.match(text.strip()):
+        elif exc is not None and exc["type"] in WRAPPER_EXCEPTIONS:
+            b.after_end = max(b.after_end, ln + TRACEBACK_AFTER)  # the remote traceback and its cause follow
+        elif exc is not None:
             b.tb_open = False
             b.after_end = ln + AFTER
         else:
