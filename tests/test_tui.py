@@ -233,6 +233,43 @@ async def test_job_directory_scan(rules_engine: DoctorEngine, tmp_path: Path) ->
 
 
 @pytest.mark.anyio
+async def test_following_a_running_job_shows_what_it_writes_next(rules_engine: DoctorEngine, tmp_path: Path) -> None:
+    import asyncio
+
+    from tests.scan_jobdir import noise_lines
+
+    job = tmp_path / "running"
+    (job / "logs").mkdir(parents=True)
+    log = job / "logs" / "output.log"
+    log.write_text(noise_lines(40))
+    app = app_with(rules_engine)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.press("f4")
+        await pilot.pause()
+        await pilot.press(*str(job), "enter")
+        await settle(pilot)
+        pane = app.query_one(JobsPane)
+        assert pane.findings == []
+        await pilot.press("f")  # the findings list has the focus after a scan
+        await pilot.pause()
+        assert pane.following == job
+        with log.open("a") as fh:  # the job goes on and fails
+            fh.write(LOG)
+        for _ in range(200):
+            await asyncio.sleep(0.05)
+            if pane.findings:
+                break
+        await pilot.pause()
+        assert [f.entry_id for f in pane.findings][:1] == [EXPECTED]
+        assert any(n.title.startswith(("New finding", "Following")) for n in app._notifications)
+        assert "logs/output.log" in str(app.query_one("#jobs-detail-head").render())
+        await pilot.press("f")
+        await pilot.pause()
+        assert pane.following is None
+        await pilot.app.workers.wait_for_complete([w for w in pilot.app.workers if w.group == "follow"])
+
+
+@pytest.mark.anyio
 async def test_scan_of_a_missing_path_is_a_message(rules_engine: DoctorEngine, tmp_path: Path) -> None:
     app = app_with(rules_engine, scan=tmp_path / "nope")
     async with app.run_test() as pilot:

@@ -188,10 +188,15 @@ class Follower:
         except KeyboardInterrupt:
             pass
         finally:
-            for f in self.files.values():
-                if f.fh is not None:
-                    f.fh.close()
+            self.close()
         return count
+
+    def close(self) -> None:
+        """Close every followed file (the results so far stay)."""
+        for f in self.files.values():
+            if f.fh is not None:
+                f.fh.close()
+                f.fh = None
 
 
 def _merge_snapshot(parts: list[SegmentResult]) -> SegmentResult:

@@ -52,7 +52,9 @@ entries, grouped by area; Enter opens one. Escape in the search box clears it.
 Type a job's output directory (or one log file) and press Enter, or press Ctrl+B to browse: Enter
 opens a directory, s scans the highlighted one. The scan runs in the background with its progress
 under the path; the findings come worst first. ↑ ↓ shows each one (where, how often, the excerpt
-with its evidence lines, the diagnosis); o opens its FAQ entry, c copies its overrides.
+with its evidence lines, the diagnosis); o opens its FAQ entry, c copies its overrides. f follows a
+running job: what it writes from then on is read as it appears (through rotation and truncation) and
+each new finding is listed and announced; f again stops.
 
 ## Starting it
 

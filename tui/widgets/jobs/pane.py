@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -96,6 +97,7 @@ class JobsPane(Vertical):
         Binding("ctrl+b", "browse", "Browse dirs"),
         Binding("ctrl+l", "focus_path", "Path", show=False),
         Binding("s", "scan_highlighted", "Scan dir"),
+        Binding("f", "toggle_follow", "Follow"),
         Binding("c", "copy_overrides", "Copy fix"),
         Binding("o", "open_entry", "Open entry"),
     ]
@@ -122,6 +124,8 @@ class JobsPane(Vertical):
         super().__init__(id=id)
         self.scan_workers = workers
         self.report: ScanReport | None = None
+        self.findings: list[Finding] = []  # what the list shows: the scan's, then what following adds
+        self.following: Path | None = None
         self._pending: Path | None = None
 
     def compose(self) -> ComposeResult:
@@ -200,6 +204,9 @@ class JobsPane(Vertical):
     # -- scanning
 
     def start_scan(self, path: Path) -> None:
+        if self.following is not None:
+            self.workers.cancel_group(self, "follow")
+            self._set_following(None)
         self.query_one("#jobs-path", Input).value = str(path)
         if not path.exists():
             self.notify(f"{path} does not exist.", severity="error")
@@ -245,6 +252,7 @@ class JobsPane(Vertical):
 
     def _show(self, report: ScanReport) -> None:
         self.report = report
+        self.findings = list(report.findings)
         s = report.stats
         bar = self.query_one(ProgressBar)
         bar.update(total=1, progress=1)
@@ -267,18 +275,93 @@ class JobsPane(Vertical):
 
     @property
     def current_finding(self) -> Finding | None:
-        if self.report is None:
-            return None
         index = self.query_one("#jobs-findings", OptionList).highlighted
-        if index is None or index >= len(self.report.findings):
+        if index is None or index >= len(self.findings):
             return None
-        return self.report.findings[index]
+        return self.findings[index]
+
+    # -- following a running job
+
+    def action_toggle_follow(self) -> None:
+        if self.following is not None:
+            self.workers.cancel_group(self, "follow")
+            self._set_following(None)
+            return
+        typed = self.query_one("#jobs-path", Input).value.strip()
+        path = Path(typed).expanduser() if typed else None
+        engine = self.engine
+        if path is None or not path.exists():
+            self.notify("Type or pick the job directory to follow first.", severity="warning")
+            return
+        if engine is None:
+            self.notify("The rules are still loading; try again in a moment.", severity="warning")
+            return
+        self.workers.cancel_group(self, "scan")
+        self.query_one(ContentSwitcher).current = "jobs-results"
+        self.report, self.findings = None, []
+        self.query_one("#jobs-findings", OptionList).clear_options()
+        self._show_current()
+        self._set_following(path)
+        self._follow(engine, path)
+
+    def _set_following(self, path: Path | None) -> None:
+        self.following = path
+        bar = self.query_one(ProgressBar)
+        status = self.query_one("#jobs-status", Static)
+        if path is None:
+            bar.update(total=1, progress=1)
+            status.update(f"stopped following · {len(self.findings)} finding(s)")
+        else:
+            bar.update(total=None)
+            status.update(f"following {escape(str(path))} · f stops")
+
+    @work(thread=True, exclusive=True, group="follow")
+    def _follow(self, engine: DoctorEngine, path: Path, interval: float = 1.0) -> None:
+        worker = get_current_worker()
+        try:
+            from kb.scan.follow import Follower
+
+            follower = Follower([path], engine.scan_diagnoser())
+            while not worker.is_cancelled:
+                follower.poll()
+                fresh = follower.new_findings()
+                if fresh and not worker.is_cancelled:
+                    self.app.call_from_thread(self._followed, fresh)
+                for _ in range(int(interval / 0.05)):
+                    if worker.is_cancelled:
+                        break
+                    time.sleep(0.05)
+            follower.close()
+        except Exception as exc:  # a problem while following is a message, never a crash of the app
+            self.app.call_from_thread(self._failed, f"{type(exc).__name__}: {exc}")
+            self.app.call_from_thread(self._set_following, None)
+
+    def _followed(self, fresh: list[Finding]) -> None:
+        """New findings of the followed job, in the order they appeared."""
+        if self.following is None:
+            return
+        findings = self.query_one("#jobs-findings", OptionList)
+        first_batch = not self.findings
+        for finding in fresh:
+            finding.id = f"F{len(self.findings) + 1}"
+            self.findings.append(finding)
+            findings.add_option(Option(finding_prompt(finding), id=finding.id))
+        if first_batch:
+            findings.highlighted = 0
+            self._show_current()
+        if len(fresh) == 1:
+            self.notify(fresh[0].title[:200], title=f"New finding ({fresh[0].severity})")
+        else:
+            self.notify(f"{len(fresh)} new findings", title="Following")
+        self.query_one("#jobs-status", Static).update(
+            f"following {escape(str(self.following))} · {len(self.findings)} finding(s) · f stops"
+        )
 
     def _show_current(self) -> None:
         head, excerpt, body = (self.query_one(f"#jobs-detail-{part}", Static) for part in ("head", "excerpt", "body"))
         finding = self.current_finding
         if finding is None:
-            head.update("Nothing to show." if self.report and not self.report.findings else "")
+            head.update("Nothing to show." if self.report and not self.findings else "")
             excerpt.update("")
             body.update("")
             return
