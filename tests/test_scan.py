@@ -472,3 +472,14 @@ def test_a_real_verl_run_scans_to_its_known_problem(run: str, expected: list[str
         assert first is None or first.verdict != "match"
         return
     assert first is not None and first.entry_id in expected, [(f.kind, f.entry_id) for f in report.findings]
+
+
+def test_one_known_warning_in_two_forms_is_one_finding(rules_diagnoser: Any) -> None:
+    from tests.conftest import REPO
+
+    run = REPO / "tests" / "eval" / "verl_runs" / "fake_gpu_cpu_torch_no_nccl"
+    report = scan_paths([run], rules_diagnoser)
+    legacy = [f for f in report.findings if f.entry_id == "legacy-trainer-deprecated-warning"]
+    assert len(legacy) == 1 and legacy[0].incident is not None
+    assert legacy[0].incident.count == 2 and len(legacy[0].incident.locations) == 2
+    assert len(report.jobs[0].incidents) == len(report.findings)

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kb.scan.files import Job, JobFile
-from kb.scan.filescan import SegmentResult
+from kb.scan.filescan import MAX_LOCATIONS, SegmentResult
 from kb.scan.incidents import build_incidents, merge_groups
 from kb.scan.job import check_job_overrides, evaluate_metrics, gather_facts, merge_series
 from kb.scan.report import (
@@ -76,7 +76,7 @@ def assemble_job(
     env_lines = [ln for _, r in scanned for ln in r.env_lines]
     signals, facts, override_texts = gather_facts(job, env_lines)
     drafts = merge_groups([(jf.rel, jf.kind, r.groups) for jf, r in scanned if r.skipped is None])
-    incidents = build_incidents(drafts, diagnoser, signals, label)
+    incidents = merge_known_notices(build_incidents(drafts, diagnoser, signals, label))
     series, origin = merge_series([(jf.rel, r.metrics) for jf, r in scanned])
     metric_matches = evaluate_metrics(diagnoser, signals, series)
     override_report = check_job_overrides(override_texts, facts)
@@ -155,4 +155,26 @@ def _incident_finding(root: str, inc: Incident) -> Finding:
         incident=inc,
     )
 
+
+def merge_known_notices(incidents: list[Incident]) -> list[Incident]:
+    """A known warning printed in several forms (a logger line and a ``FutureWarning`` about the same
+    thing, say) is one incident: the first keeps the others' counts, ranks, files and locations."""
+    kept: list[Incident] = []
+    by_entry: dict[str, Incident] = {}
+    for inc in incidents:
+        best = inc.diagnosis.matches[0] if inc.diagnosis.matches else None
+        if inc.role != "notice" or best is None:
+            kept.append(inc)
+            continue
+        first = by_entry.get(best.id)
+        if first is None:
+            by_entry[best.id] = inc
+            kept.append(inc)
+            continue
+        first.count += inc.count
+        first.ranks = sorted(set(first.ranks) | set(inc.ranks))
+        for name, n in inc.files.items():
+            first.files[name] = first.files.get(name, 0) + n
+        first.locations = (first.locations + inc.locations)[:MAX_LOCATIONS]
+    return kept
 
