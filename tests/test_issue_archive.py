@@ -214,3 +214,11 @@ def test_api_diagnose_has_similar_issues(api: str) -> None:
     assert body["matches"][0]["id"] == "ray-init-num-cpus-renamed" and body["similar_issues"][0]["number"] == 101
     schema = httpx.get(f"{api}/openapi.json").json()
     assert "similar_issues" in schema["components"]["schemas"]["Result"]["properties"]
+
+
+def test_web_diagnosis_page_lists_similar_issues(api: str) -> None:
+    page = httpx.post(f"{api}/diagnose", data={"input": NO_ENTRY}, headers={"Accept": "text/html"}, timeout=60)
+    assert page.status_code == 200
+    assert "Similar past issues" in page.text
+    assert 'href="https://github.com/example-org/verl-fixture/issues/104"' in page.text
+
