@@ -89,6 +89,12 @@ class MetricSignature(_Strict):
     nonfinite: bool | None = None
     flat: float | None = None
     min_steps: int | None = Field(default=None, ge=1)
+    change: float | None = Field(default=None, gt=0)
+    """With ``trend``: how far the median of the last third must be from that of the first third, as a
+    share of the larger of the two (default 0.5: a rise to double, a fall to half); a slow creep such
+    as a memory leak wants less."""
+    tolerance: float | None = Field(default=None, ge=0)
+    """With ``flat``: how far from the value a point may be and still count as flat (default 1e-6)."""
 
     @model_validator(mode="after")
     def _one_test(self) -> MetricSignature:
@@ -97,6 +103,10 @@ class MetricSignature(_Strict):
             raise ValueError("a metric signature has exactly one of above, below, trend, nonfinite or flat")
         if self.nonfinite is False:
             raise ValueError("'nonfinite' can only be true")
+        if self.change is not None and self.trend is None:
+            raise ValueError("'change' belongs to a 'trend' signature")
+        if self.tolerance is not None and self.flat is None:
+            raise ValueError("'tolerance' belongs to a 'flat' signature")
         return self
 
     @property

@@ -131,19 +131,36 @@ def _describe(sig: MetricSignature) -> str:
     return f"flat at {sig.flat}"
 
 
-def _trend(points: list[MetricPoint], rising: bool) -> bool:
-    """A monotone-ish trend: the last third's median beyond the first third's, with most steps agreeing."""
+#: Default relative change a trend must reach between the first and the last third of its series.
+TREND_CHANGE = 0.5
+#: One-sided 5 % level of the Mann-Kendall statistic: a series of noise passes 1 time in 20 on this alone,
+#: and the required change between its thirds rules most of those out.
+_MK_Z = 1.645
+#: Longer series are thinned to this many evenly spaced points (the test is quadratic).
+_MK_POINTS = 200
+
+
+def _trend(points: list[MetricPoint], rising: bool, min_change: float = TREND_CHANGE) -> bool:
+    """A trend: the last third's median beyond the first third's by ``min_change`` (relative), and the
+    Mann-Kendall test (every later point against every earlier one) says the order is no accident. Unlike
+    counting steps that go the right way, it holds for a noisy series that creeps."""
     values = [p.value for p in points if is_finite(p.value)]
-    if len(values) < 3:
+    if len(values) > _MK_POINTS:
+        values = [values[i * (len(values) - 1) // (_MK_POINTS - 1)] for i in range(_MK_POINTS)]
+    n = len(values)
+    if n < 3:
         return False
-    third = max(1, len(values) // 3)
+    third = max(1, n // 3)
     head, tail = sorted(values[:third]), sorted(values[-third:])
     h, t = head[len(head) // 2], tail[len(tail) // 2]
-    ups = sum(1 for a, b in itertools.pairwise(values) if (b > a if rising else b < a))
-    agree = ups / (len(values) - 1)
     change = (t - h) if rising else (h - t)
-    scale = max(abs(h), abs(t), 1e-9)
-    return change / scale > 0.5 and agree >= 0.55
+    if change / max(abs(h), abs(t), 1e-9) < min_change:
+        return False
+    if n < 4:  # too few points for the test to say anything: every step must agree
+        return all((b > a if rising else b < a) for a, b in itertools.pairwise(values))
+    s = sum((b > a) - (b < a) for i, a in enumerate(values) for b in values[i + 1 :])
+    z = (s - (s > 0) + (s < 0)) / math.sqrt(n * (n - 1) * (2 * n + 5) / 18)
+    return z > _MK_Z if rising else z < -_MK_Z
 
 
 def evaluate_metric(sig: MetricSignature, metrics: dict[str, list[MetricPoint]]) -> Evidence | None:
@@ -161,11 +178,16 @@ def evaluate_metric(sig: MetricSignature, metrics: dict[str, list[MetricPoint]])
             chosen = [p for p in series if is_finite(p.value) and p.value < sig.below]
         elif sig.flat is not None:
             tail = series[-max(need, 3) :]
+            tolerance = sig.tolerance if sig.tolerance is not None else 1e-6
             if len(series) >= need and all(
-                is_finite(p.value) and math.isclose(p.value, sig.flat, abs_tol=1e-6) for p in tail
+                is_finite(p.value) and math.isclose(p.value, sig.flat, abs_tol=tolerance) for p in tail
             ):
                 chosen = tail
-        elif sig.trend is not None and len(series) >= need and _trend(series, sig.trend == "rising"):
+        elif (
+            sig.trend is not None
+            and len(series) >= need
+            and _trend(series, sig.trend == "rising", sig.change if sig.change is not None else TREND_CHANGE)
+        ):
             chosen = series
         if len(chosen) >= need and chosen:
             last = chosen[-1]

@@ -5,6 +5,9 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from typing import Any
+
+import pytest
 
 from kb.cli import main
 from kb.loglines import split_lines
@@ -170,3 +173,43 @@ def test_concurrent_diagnoses_share_one_engine(diagnoser):
     with ThreadPoolExecutor(8) as pool:
         tops = list(pool.map(lambda _: diagnoser.diagnose(text).matches[0].id, range(64)))
     assert set(tops) == {"ray-worker-register-raylet"}
+
+
+# --------------------------------------------------------------------------- metric trends
+
+
+def _series(values: list[float]) -> list[Any]:
+    from kb.signals import MetricPoint
+
+    return [MetricPoint(step=i + 1, value=v, line_no=i + 1) for i, v in enumerate(values)]
+
+
+def test_a_noisy_slow_creep_is_a_trend_when_the_signature_allows_small_changes() -> None:
+    import random
+
+    from kb.rules import _trend
+
+    rng = random.Random(3)
+    creep = [120 + 0.7 * s + rng.uniform(-2.5, 2.5) for s in range(40)]  # +23 %, noisy step to step
+    assert _trend(_series(creep), rising=True, min_change=0.1)
+    assert not _trend(_series(creep), rising=True)  # the default asks for a doubling
+    assert not _trend(_series(creep), rising=False, min_change=0.1)
+    noise = [134 + rng.uniform(-2.5, 2.5) for _ in range(40)]
+    assert not _trend(_series(noise), rising=True, min_change=0.01)
+    spike = [1.0] * 39 + [9.0]  # one bad step is not a trend
+    assert not _trend(_series(spike), rising=True)
+    halving = [10 - 0.02 * s + rng.uniform(-0.3, 0.3) for s in range(300)]  # long: thinned to 200 points
+    assert _trend(_series(halving), rising=False, min_change=0.4)
+
+
+def test_change_and_tolerance_belong_to_their_test() -> None:
+    from pydantic import ValidationError
+
+    from kb.entry import MetricSignature
+
+    assert MetricSignature(metric="a", trend="rising", change=0.1).change == 0.1
+    assert MetricSignature(metric="a", flat=0, tolerance=0.01).tolerance == 0.01
+    with pytest.raises(ValidationError, match="'change' belongs to a 'trend'"):
+        MetricSignature(metric="a", above=1, change=0.1)
+    with pytest.raises(ValidationError, match="'tolerance' belongs to a 'flat'"):
+        MetricSignature(metric="a", trend="rising", tolerance=0.1)
