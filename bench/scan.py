@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import gzip
+import itertools
 import json
 import os
 import random
@@ -409,6 +410,16 @@ def main() -> None:
             f"| {r['size']} | {r['bytes'] / 1e6:.0f} MB | {r['scan_s']} | {r['rg_s']} | {r['scan_MBps']} | "
             f"{r['rg_MBps']} | {r['ratio_vs_rg']}x | {r['scan_peak_rss_sum_MB']} MB ({r['scan_peak_rss_max_MB']} MB)"
             f" | {', '.join(r['planted_missed']) or 'none'} |"
+        )
+    # The rate once running: what one more byte costs, start-up left out (sizes of the same kind).
+    sized = sorted((r for r in rows if not str(r["size"]).endswith("files")), key=lambda r: r["bytes"])
+    for a, b in itertools.pairwise(sized):
+        extra = (b["bytes"] - a["bytes"]) / 1e6
+        scan_rate = extra / max(b["scan_s"] - a["scan_s"], 1e-3)
+        rg_rate = extra / max(b["rg_s"] - a["rg_s"], 1e-3)
+        print(
+            f"marginal rate {a['size']} -> {b['size']}: scan {scan_rate:.0f} MB/s, rg {rg_rate:.0f} MB/s "
+            f"({scan_rate / rg_rate:.2f}x)"
         )
 
 
