@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, field_validator
 
-from kb.engine import Diagnoser, is_question, rendered_overrides
+from kb.engine import Diagnoser, is_question, rendered_env, rendered_overrides
 from kb.entry import Entry
 from kb.llm import Grounding, LLMClient, LLMError, check_reply
 from kb.loglines import Line, split_lines
@@ -342,6 +342,10 @@ def compose(
             fix.append(f"On verl {spec}:\n```\n{lines}\n```")
     elif version and entry.meta.fix.overrides:
         fix.append(f"(this entry has no override line for verl {version})")
+    env = rendered_env(entry)
+    if env:
+        fix.append("In the environment:\n```\n" + "\n".join(f"export {e.line}" for e in env) + "\n```")
+        fix += [f"- `{e.name}`: {e.note}" for e in env if e.note]
     fix += [f"- {a}" for a in entry.meta.fix.actions]
     if fix:
         out.append(fix_head + "\n" + "\n".join(fix))
@@ -409,6 +413,10 @@ def entry_brief(entry: Entry, version: str | None, conditions: list[ConditionRes
     overrides = rendered_overrides(entry, version)
     lines.append(f"overrides for verl {version or 'each range'}:")
     lines += [o.line if version else f"{o.line}    (verl {o.verl})" for o in overrides] or ["(none)"]
+    env = rendered_env(entry)
+    if env:
+        lines.append("environment variables:")
+        lines += [f"export {e.line}" + (f"    ({e.note})" if e.note else "") for e in env]
     lines.append("")
     if entry.meta.fix.actions:
         lines.append("actions:")
@@ -451,6 +459,7 @@ def grounding_texts(entries: Sequence[Entry], user_turns: Sequence[str]) -> list
         texts += list(e.meta.fix.actions)
         texts += [c.text for c in e.meta.conditions]
         texts += [o.line for o in rendered_overrides(e, None)]
+        texts += [f"export {env.line}" for env in rendered_env(e)]
         texts += [ov.line for v in _releases() for ov in rendered_overrides(e, v)]
     return texts
 

@@ -22,4 +22,3 @@ class BuildWithCorpus(build_py):
         if target.exists():
             shutil.rmtree(target)
         shutil.copytree(source, target, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
-

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import shlex
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -11,7 +12,16 @@ from kb.entry import Entry
 from kb.issues import IssueSearcher
 from kb.loglines import Line, split_lines
 from kb.overrides import render_override, render_value
-from kb.result import ConditionResult, Evidence, Match, RenderedOverride, Result, SignalsSummary, SimilarIssue
+from kb.result import (
+    ConditionResult,
+    EnvSetting,
+    Evidence,
+    Match,
+    RenderedOverride,
+    Result,
+    SignalsSummary,
+    SimilarIssue,
+)
 from kb.retriever import Retriever
 from kb.rules import RuleEngine, check_condition
 from kb.signals import Signals, extract_signals
@@ -216,6 +226,7 @@ class Diagnoser:
             cause=entry.cause,
             conditions=conditions,
             overrides=rendered_overrides(entry, version),
+            env=rendered_env(entry),
             actions=list(entry.meta.fix.actions),
             evidence=evidence,
             sources=list(entry.meta.sources),
@@ -238,6 +249,14 @@ def _entry_excludes(entry: Entry, version: str) -> bool:
         return not in_range(version, entry.meta.verl)
     except VersionError:
         return False
+
+
+def rendered_env(entry: Entry) -> list[EnvSetting]:
+    """The entry's environment variables, each as a line a shell takes."""
+    return [
+        EnvSetting(name=e.name, value=e.value, line=f"{e.name}={shlex.quote(e.value)}", note=e.note)
+        for e in entry.meta.fix.env
+    ]
 
 
 def rendered_overrides(entry: Entry, version: str | None) -> list[RenderedOverride]:

@@ -196,14 +196,38 @@ class Override(_Strict):
     _verl = field_validator("verl")(classmethod(lambda cls, v: _check_spec(v)))
 
 
+class EnvVar(_Strict):
+    """An environment variable that fixes (or diagnoses) the problem, e.g. NCCL_SOCKET_IFNAME=eth0.
+    ``note`` says where it must be set (every node before ``ray start``, the launching shell, ...)."""
+
+    name: str
+    value: str
+    note: str | None = None
+
+    @field_validator("value", mode="before")
+    @classmethod
+    def _as_text(cls, value: Any) -> Any:
+        return (
+            str(value).lower() if isinstance(value, bool) else str(value) if isinstance(value, int | float) else value
+        )
+
+    @field_validator("name")
+    @classmethod
+    def _env_name(cls, value: str) -> str:
+        if not re.fullmatch(r"[A-Z_][A-Z0-9_]*", value):
+            raise ValueError(f"{value!r} is not an environment variable name (upper case, digits, '_')")
+        return value
+
+
 class Fix(_Strict):
     overrides: list[Override] = Field(default_factory=list)
+    env: list[EnvVar] = Field(default_factory=list)
     actions: list[str] = Field(default_factory=list)
 
     @model_validator(mode="after")
     def _something(self) -> Fix:
-        if not self.overrides and not self.actions:
-            raise ValueError("a fix needs at least one override or action")
+        if not self.overrides and not self.actions and not self.env:
+            raise ValueError("a fix needs at least one override, environment variable or action")
         return self
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shlex
+
 from rich.console import Console
 from rich.markdown import Markdown
 from rich.table import Table
@@ -70,6 +72,10 @@ def render_entry(entry: Entry, version: str | None, out: Console | None = None) 
         for spec, line in overrides_by_version(entry, version):
             table.add_row(Text(spec), Text(line))
         out.print(table)
+    for env in m.fix.env:
+        out.print(
+            f"export {env.name}={shlex.quote(env.value)}" + (f"   # {env.note}" if env.note else ""), markup=False
+        )
     for action in m.fix.actions:
         out.print(f"- {action}", markup=False)
     for title, text in entry.sections.items():
@@ -120,6 +126,12 @@ def render_result(result: Result, out: Console | None = None) -> None:
             for o in m.overrides:
                 label = "" if result.verl_version_used else f"   # verl {o.verl}"
                 out.print(f"  {o.line}{label}", markup=False)
+        if m.env:
+            out.print("Environment:", style="bold")
+            for e in m.env:
+                out.print(f"  export {e.line}", markup=False)
+                if e.note:
+                    out.print(f"    {e.note}", style="dim", markup=False)
         for a in m.actions:
             out.print(f"  - {a}", markup=False)
         if m.evidence:

@@ -22,6 +22,13 @@ class RenderedOverride(BaseModel):
     verl: str = Field(description="the verl versions this line applies to")
 
 
+class EnvSetting(BaseModel):
+    name: str
+    value: str
+    line: str = Field(description="NAME=value, the value shell-quoted where needed (prefix it with export)")
+    note: str | None = Field(default=None, description="where it must be set, e.g. on every node before ray start")
+
+
 class Evidence(BaseModel):
     kind: EvidenceKind
     text: str = Field(description="the input line (or metric summary) that fired")
@@ -39,6 +46,7 @@ class Match(BaseModel):
     cause: str
     conditions: list[ConditionResult]
     overrides: list[RenderedOverride]
+    env: list[EnvSetting] = Field(default_factory=list, description="environment variables of the fix")
     actions: list[str]
     evidence: list[Evidence]
     sources: list[str]

@@ -7,7 +7,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from kb.entry import Entry
-from kb.result import RenderedOverride
+from kb.result import EnvSetting, RenderedOverride
 
 
 class DiagnoseRequest(BaseModel):
@@ -27,6 +27,7 @@ class EntryDetail(EntrySummary):
     metrics: list[dict[str, Any]]
     conditions: list[dict[str, Any]]
     overrides: list[RenderedOverride]
+    env: list[EnvSetting] = Field(default_factory=list)
     actions: list[str]
     questions: list[str]
     sources: list[str]
@@ -46,7 +47,7 @@ def entry_summary(entry: Entry) -> EntrySummary:
 
 
 def entry_detail(entry: Entry, verl_version: str | None = None) -> EntryDetail:
-    from kb.engine import rendered_overrides
+    from kb.engine import rendered_env, rendered_overrides
 
     m = entry.meta.model_dump(mode="json", exclude_none=True)
     return EntryDetail(
@@ -55,6 +56,7 @@ def entry_detail(entry: Entry, verl_version: str | None = None) -> EntryDetail:
         metrics=m.get("metrics", []),
         conditions=m.get("conditions", []),
         overrides=rendered_overrides(entry, verl_version),
+        env=rendered_env(entry),
         actions=list(entry.meta.fix.actions),
         questions=list(entry.meta.questions),
         sources=list(entry.meta.sources),

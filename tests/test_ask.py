@@ -255,3 +255,18 @@ def test_eval_ask_flag(cli_diagnoser, runner, tmp_path) -> None:  # type: ignore
     assert body["report"]["cases"] == 5 and body["cited_or_abstained"] == 1.0
     r = runner.invoke(main, ["eval", "--ask", str(tmp_path / "q.jsonl")])
     assert r.exit_code == 0 and "cite-or-abstain 100.0%" in r.output
+
+
+def test_answer_gives_environment_fixes_and_an_llm_may_repeat_them(diagnoser) -> None:  # type: ignore[no-untyped-def]
+    from kb.ask import grounding_texts
+    from kb.llm import Grounding, check_reply
+
+    log = (
+        REPO / "tests" / "fixtures" / "entries" / "nccl-socket-ifname" / "positive-docker0-bootstrap.log"
+    ).read_text()
+    a = ask(diagnoser, user(log))
+    assert not a.abstained and a.citations[0].id == "nccl-socket-ifname"
+    assert "export NCCL_SOCKET_IFNAME=eth0" in a.answer
+    entry = diagnoser.entries["nccl-socket-ifname"]
+    grounding = Grounding(grounding_texts([entry], [log]))
+    assert check_reply("Run:\n```\nexport NCCL_SOCKET_IFNAME=eth0\n```", grounding) == []

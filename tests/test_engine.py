@@ -12,6 +12,7 @@ import pytest
 from kb.cli import main
 from kb.loglines import split_lines
 from kb.signals import extract_signals
+from tests.conftest import REPO as REPO_ROOT
 
 RAY_WRAPPED = """\
 (TaskRunner pid=41873) Traceback (most recent call last):
@@ -213,3 +214,29 @@ def test_change_and_tolerance_belong_to_their_test() -> None:
         MetricSignature(metric="a", above=1, change=0.1)
     with pytest.raises(ValidationError, match="'tolerance' belongs to a 'flat'"):
         MetricSignature(metric="a", trend="rising", tolerance=0.1)
+
+
+def test_environment_variables_of_a_fix(runner: Any, tmp_path: Any) -> None:
+    from pydantic import ValidationError
+
+    from kb.entry import EnvVar
+
+    assert EnvVar(name="NCCL_IB_DISABLE", value=1).value == "1"  # type: ignore[arg-type]
+    with pytest.raises(ValidationError, match="not an environment variable name"):
+        EnvVar(name="nccl-ib", value="1")
+    log = tmp_path / "nccl.log"
+    log.write_text(
+        (
+            REPO_ROOT / "tests" / "fixtures" / "entries" / "nccl-socket-ifname" / "positive-docker0-bootstrap.log"
+        ).read_text()
+    )
+    out = runner.invoke(main, ["match", "--json", "--no-semantic", str(log)])
+    match = next(m for m in json.loads(out.output)["matches"] if m["id"] == "nccl-socket-ifname")
+    assert match["env"][0] == {
+        "name": "NCCL_SOCKET_IFNAME",
+        "value": "eth0",
+        "line": "NCCL_SOCKET_IFNAME=eth0",
+        "note": match["env"][0]["note"],
+    }
+    text = runner.invoke(main, ["match", "--no-semantic", str(log)]).output
+    assert "Environment:" in text and "export NCCL_SOCKET_IFNAME=eth0" in text

@@ -398,3 +398,15 @@ def test_artifacts_are_ignored_by_git() -> None:
         pytest.skip("no git")
     out = subprocess.run(["git", "check-ignore", "-q", "tests/artifacts/search.png"], cwd=REPO, check=False)
     assert out.returncode == 0
+
+
+def test_environment_fixes_on_the_diagnosis_and_entry_pages(client: TestClient) -> None:
+    log = (
+        REPO / "tests" / "fixtures" / "entries" / "nccl-socket-ifname" / "positive-docker0-bootstrap.log"
+    ).read_text()
+    page = client.post("/diagnose", data={"input": log}, headers=HTML).text
+    assert "<h4>Environment</h4>" in page and "export NCCL_SOCKET_IFNAME=eth0" in page
+    entry = client.get("/entries/nccl-socket-ifname", headers=HTML).text
+    assert "<h3>Environment</h3>" in entry and "export GLOO_SOCKET_IFNAME=eth0" in entry
+    detail = client.get("/entries/nccl-socket-ifname", headers=JSON).json()
+    assert [e["line"] for e in detail["env"]] == ["NCCL_SOCKET_IFNAME=eth0", "GLOO_SOCKET_IFNAME=eth0"]

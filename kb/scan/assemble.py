@@ -67,8 +67,6 @@ def build_report(
     return report
 
 
-
-
 def assemble_job(
     job: Job, scanned: list[tuple[JobFile, SegmentResult]], diagnoser: Diagnoser, label: str
 ) -> tuple[JobReport, list[Finding]]:
@@ -177,4 +175,3 @@ def merge_known_notices(incidents: list[Incident]) -> list[Incident]:
             first.files[name] = first.files.get(name, 0) + n
         first.locations = (first.locations + inc.locations)[:MAX_LOCATIONS]
     return kept
-

@@ -8,6 +8,7 @@ from typing import Any
 from rich.console import Console
 
 from kb import __version__
+from kb.result import EnvSetting
 from kb.scan.report import Finding, Incident, JobReport, ScanReport
 
 _SEV_STYLE = {"critical": "bold red", "error": "red", "warning": "yellow", "note": "dim"}
@@ -107,7 +108,7 @@ def _render_finding(out: Console, f: Finding, cascade: list[Finding]) -> None:
             cause = best.cause.split("\n\n")[0].strip()
             if cause:
                 out.print(f"  why: {cause[:600]}", markup=False)
-            _fix(out, [o.line for o in best.overrides], best.actions, inc.diagnosis.verl_version_used)
+            _fix(out, [o.line for o in best.overrides], best.actions, inc.diagnosis.verl_version_used, best.env)
         for issue in inc.diagnosis.similar_issues[:3]:
             state = f" [{issue.state}]" if issue.state else ""
             out.print(
@@ -122,14 +123,18 @@ def _render_finding(out: Console, f: Finding, cascade: list[Finding]) -> None:
         for ev in f.metric.evidence:
             if ev.kind == "metric":
                 out.print(f"  {ev.text}", markup=False)
-        _fix(out, [o.line for o in f.metric.overrides], f.metric.actions, None)
+        _fix(out, [o.line for o in f.metric.overrides], f.metric.actions, None, f.metric.env)
     if f.override is not None and f.override.suggestion:
         out.print(f"  use: {f.override.suggestion}", markup=False)
 
 
-def _fix(out: Console, overrides: list[str], actions: list[str], version: str | None) -> None:
+def _fix(
+    out: Console, overrides: list[str], actions: list[str], version: str | None, env: list[EnvSetting] | None = None
+) -> None:
     if overrides:
         out.print("  fix" + (f" (verl {version})" if version else "") + ": " + " ".join(overrides), markup=False)
+    for e in env or []:
+        out.print(f"  env: export {e.line}" + (f"  ({e.note})" if e.note else ""), markup=False)
     for a in actions[:3]:
         out.print(f"  - {a}", markup=False)
 
@@ -155,6 +160,9 @@ def render_markdown(report: ScanReport) -> str:
             best = inc.diagnosis.matches[0] if inc.diagnosis.matches else None
             if best is not None and best.overrides:
                 lines += ["Fix:", "", "```", *[o.line for o in best.overrides], "```", ""]
+            if best is not None and best.env:
+                lines += ["Environment:", "", "```", *[f"export {e.line}" for e in best.env], "```", ""]
+                lines += [f"- `{e.name}`: {e.note}" for e in best.env if e.note] + [""]
             if best is not None and best.actions:
                 lines += [f"- {a}" for a in best.actions] + [""]
             similar = inc.diagnosis.similar_issues[:3]

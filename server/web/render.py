@@ -77,6 +77,7 @@ def check_text(check: dict[str, Any] | None) -> str:
 
 _env.filters["markdown"] = markdown
 _env.filters["inline"] = markdown_inline
+_env.filters["add_export"] = lambda line: f"export {line}"
 _env.globals.update(is_url=is_url, highlight=highlight, check_text=check_text, version=__version__)
 
 

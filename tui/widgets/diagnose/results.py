@@ -103,6 +103,13 @@ def detail_body(match: Match, result: Result) -> str:
         for o in match.overrides:
             suffix = "" if version else f"  [$text-muted]# verl {escape(o.verl)}[/]"
             parts.append(f"  [$text-accent]{escape(o.line)}[/]{suffix}")
+    if match.env:
+        parts.append("")
+        parts.append("[b]Environment[/b]")
+        for e in match.env:
+            parts.append(f"  [$text-accent]export {escape(e.line)}[/]")
+            if e.note:
+                parts.append(f"    [$text-muted]{escape(e.note)}[/]")
     if match.actions:
         parts.append("")
         parts.append("[b]Actions[/b]")
