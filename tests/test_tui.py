@@ -434,3 +434,16 @@ def test_real_command_in_tmux(tmux: list[str]) -> None:
         time.sleep(0.2)
     else:
         raise AssertionError("the app did not quit on Ctrl+Q:\n" + _screen(tmux))
+
+
+def test_copy_gives_the_export_lines_of_an_environment_fix() -> None:
+    from kb.corpus import load_corpus
+    from kb.engine import Diagnoser
+    from tests.conftest import CORPUS
+    from tui.widgets.diagnose.results import copy_text
+
+    log = (
+        REPO / "tests" / "fixtures" / "entries" / "nccl-socket-ifname" / "positive-docker0-bootstrap.log"
+    ).read_text()
+    match = next(m for m in Diagnoser(load_corpus(CORPUS)).diagnose(log).matches if m.id == "nccl-socket-ifname")
+    assert copy_text(match) == "export NCCL_SOCKET_IFNAME=eth0\nexport GLOO_SOCKET_IFNAME=eth0"

@@ -203,12 +203,12 @@ class DiagnosePane(Vertical):
 
     def action_copy_overrides(self) -> None:
         match = self.current_match
-        if match is None or not match.overrides:
+        text = copy_text(match) if match is not None else ""
+        if not text:
             self.notify("No overrides to copy for this diagnosis.", severity="warning")
             return
-        text = copy_text(match)
         self.app.copy_to_clipboard(text)
-        self.notify(f"Copied: {text}", title="Overrides copied (OSC 52)")
+        self.notify(f"Copied: {text}", title="Fix copied (OSC 52)")
 
     def action_open_entry(self) -> None:
         match = self.current_match

@@ -31,8 +31,11 @@ def match_prompt(match: Match) -> Text:
 
 
 def copy_text(match: Match) -> str:
-    """The overrides as one command-line fragment, each quoted for a POSIX shell."""
-    return " ".join(shlex.quote(o.line) for o in match.overrides)
+    """What `c` copies: the overrides as one command-line fragment, each quoted for a POSIX shell; for a
+    fix made of environment variables only, their export lines. Empty when the fix has neither."""
+    if match.overrides:
+        return " ".join(shlex.quote(o.line) for o in match.overrides)
+    return "\n".join(f"export {e.line}" for e in match.env)
 
 
 class ResultsList(OptionList):

@@ -392,12 +392,12 @@ class JobsPane(Vertical):
 
     def action_copy_overrides(self) -> None:
         match = self._match()
-        if match is None or not match.overrides:
+        text = copy_text(match) if match is not None else ""
+        if not text:
             self.notify("No overrides to copy for this finding.", severity="warning")
             return
-        text = copy_text(match)
         self.app.copy_to_clipboard(text)
-        self.notify(f"Copied: {text}", title="Overrides copied (OSC 52)")
+        self.notify(f"Copied: {text}", title="Fix copied (OSC 52)")
 
     def action_open_entry(self) -> None:
         finding = self.current_finding
