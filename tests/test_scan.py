@@ -483,3 +483,21 @@ def test_one_known_warning_in_two_forms_is_one_finding(rules_diagnoser: Any) -> 
     assert len(legacy) == 1 and legacy[0].incident is not None
     assert legacy[0].incident.count == 2 and len(legacy[0].incident.locations) == 2
     assert len(report.jobs[0].incidents) == len(report.findings)
+
+
+def test_notices_never_load_the_embedding_model(rules_diagnoser: Any) -> None:
+    """A warning a symptom regex picked out is judged by the rules alone: no multi-second model load."""
+    from kb.engine import Diagnoser
+    from tests.conftest import REPO
+
+    loads: list[str] = []
+
+    def retriever() -> Any:
+        loads.append("model")
+        return None
+
+    diagnoser = Diagnoser(rules_diagnoser.corpus, retriever)
+    run = REPO / "tests" / "eval" / "verl_runs" / "fake_gpu_insufficient_cpus_hang"  # warnings only: a hang
+    report = scan_paths([run], diagnoser)
+    assert report.findings and all(f.kind == "warning" for f in report.findings)
+    assert loads == []

@@ -100,7 +100,9 @@ def build_incidents(
     incidents: list[Incident] = []
     for d, role, cause in ordered:
         g = d.group
-        result = diagnoser.diagnose(g.text, top=top, facts=facts)
+        # A notice is a line some symptom regex liked: the rules judge it alone. Loading the embedding
+        # model (seconds) is for errors the rules cannot place.
+        result = diagnoser.diagnose(g.text, top=top, facts=facts, semantic=role != "notice")
         for m in result.matches:
             for ev in m.evidence:
                 if ev.line_no is not None and ev.kind != "metric":
