@@ -501,3 +501,26 @@ def test_notices_never_load_the_embedding_model(rules_diagnoser: Any) -> None:
     report = scan_paths([run], diagnoser)
     assert report.findings and all(f.kind == "warning" for f in report.findings)
     assert loads == []
+
+
+def test_a_real_ray_session_beside_its_driver_log(tmp_path: Path, rules_diagnoser: Any) -> None:
+    """Ray's routine shutdown (INFO lines about SIGTERM and killed actors) is not a failure, Ray's log lines
+    that name verl's modules are not a launch command, and the driver's error stays the first failure."""
+    import shutil
+
+    from tests.conftest import REPO
+
+    job = tmp_path / "job"
+    shutil.copytree(REPO / "tests" / "fixtures" / "ray_session", job / "ray")
+    shutil.copy(REPO / "tests" / "eval" / "verl_runs" / "no_gpu_default_8_gpus" / "output.log", job / "verl_demo.log")
+    report = scan_paths([job], rules_diagnoser)
+    kinds = {f.kind for f in report.jobs[0].files}
+    assert "ray" in kinds and "driver" in kinds
+    first = report.findings[0]
+    assert first.kind == "failure" and first.entry_id == "ray-total-gpus-less-than-desired"
+    assert first.incident is not None and first.incident.first.file == "verl_demo.log"
+    titles = " ".join(f.title for f in report.findings)
+    assert "EXPECTED_TERMINATION" not in titles and "Force kill actor" not in titles
+    assert not [f for f in report.findings if f.kind == "override"]  # no overrides made up from Ray's logs
+    alone = scan_paths([job / "ray"], rules_diagnoser)  # the session without the driver log
+    assert all(f.kind != "failure" or "SIGTERM" not in f.title for f in alone.findings)

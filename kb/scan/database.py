@@ -53,7 +53,8 @@ MARKERS: list[tuple[Marker, str]] = [
         Marker.CASCADE,
         r"Watchdog caught collective operation timeout|The actor died unexpectedly|actor is dead|"
         r"ActorDiedError|RayActorError|SIGTERM|[Ss]ignal 15\b|A worker died or was killed|"
-        r"NCCL communicator was aborted|Some NCCL operations have failed or timed out",
+        r"NCCL communicator was aborted|Some NCCL operations have failed or timed out|"
+        r"Failed to send exit request to worker",
     ),
     (Marker.ENV, r"main_ppo|main_generation|Error executing job with overrides"),
     (

@@ -39,13 +39,30 @@ _ANCHOR_BITS = _BIT[Marker.SYMPTOM] | _BIT[Marker.TRACEBACK] | _BIT[Marker.EXCEP
 _ANCHOR_BITS |= _BIT[Marker.CASCADE]
 _ERROR_BITS = _BIT[Marker.TRACEBACK] | _BIT[Marker.EXCEPTION] | _BIT[Marker.FATAL]
 
+_QUIET_BITS = _BIT[Marker.CASCADE] | _BIT[Marker.FATAL] | _BIT[Marker.EXCEPTION]
+#: Ray's own components log their routine work at INFO (glog ``[date time,ms I pid tid]`` in raylet.out,
+#: gcs_server.out, python-core-worker-*.log; Python logging ``date time,ms\tINFO`` in dashboard.log): an
+#: actor killed because its owner exited, a SIGTERM at shutdown. Those lines only name errors; they are
+#: not errors, unless a corpus symptom says otherwise.
+_ROUTINE = re.compile(
+    rb"^(?:\([\w.:]+(?: pid=\d+)?(?:, ip=[\w.:-]+)?\) )?"
+    rb"(?:\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d+ [ID] \d+ \d+\]|\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d+\s+(?:INFO|DEBUG)\s)"
+    rb"|death reason = EXPECTED_TERMINATION|^reason_message: "
+    rb"|\s--\s+Exiting with (?:SIGTERM|signal \d+)"  # Ray's dashboard processes at shutdown
+)
+
+
+def _routine(line: bytes | bytearray) -> bool:
+    return _ROUTINE.search(line) is not None
+
+
 #: Messages that are consequences of a failure elsewhere: other ranks timing out, actors dying, signals.
 CASCADE = re.compile(
     r"Watchdog caught collective operation timeout|Some NCCL operations have failed or timed out|"
     r"NCCL communicator was aborted|ProcessGroupNCCL.{0,80}(?:abort|[Tt]imeout|timed out)|"
     r"The actor died unexpectedly|actor is dead|ActorDiedError|RayActorError|A worker died or was killed|"
     r"SIGTERM|[Ss]ignal 15\b|\bTerminated\b|KeyboardInterrupt|SystemExit|"
-    r"Connection reset by peer|Broken pipe|taking the entire process down"
+    r"Connection reset by peer|Broken pipe|taking the entire process down|Failed to send exit request to worker"
 )
 _RANK = re.compile(r"\[[Rr]ank ?(\d+)\]|\bRANK[=: ](\d+)\b|\b[Rr]ank[=: ](\d+)\b|\[PG \d+ Rank (\d+)\]")
 # glog/c10: [E1206 18:44:12.715298746 ...]; logging: 2025-12-06 18:44:12,105; vLLM: INFO 12-06 18:44:12
@@ -277,6 +294,8 @@ class FileScanner:
             if cleaned and cleaned not in self._env_seen:
                 self._env_seen.add(cleaned)
                 self.result.env_lines.append(cleaned)
+        if bits & _QUIET_BITS and _routine(buf[ls : min(le, ls + 512)]):
+            bits &= ~_QUIET_BITS
         if bits & _ANCHOR_BITS:
             self._anchor(buf, ls, le, ln, bits & _ANCHOR_BITS)
 

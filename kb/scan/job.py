@@ -112,11 +112,15 @@ def _printed_overrides(lines: list[str]) -> list[str]:
             if found:
                 return found
     for ln in lines:
-        if "main_ppo" in ln or "main_generation" in ln:
+        # The launch command, not a Ray log line that names the module (module_name=verl.trainer.main_ppo).
+        if _LAUNCH.search(ln):
             found = extract_overrides(ln)
             if found:
                 return found
     return []
+
+
+_LAUNCH = re.compile(r"(?:^|[\s/])python[\d.]*\s+(?:-\S+\s+)*(?:-m\s+)?\S*main_(?:ppo|generation)\b")
 
 
 def _wandb_lines(text: str | None) -> list[str]:
