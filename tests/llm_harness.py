@@ -5,14 +5,11 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-import httpx
-
 from tests.conftest import REPO
-from tests.server_harness import free_port
+from tests.server_harness import free_port, up_until_done
 
 
 @contextmanager
@@ -36,24 +33,5 @@ def llm_server() -> Iterator[str]:
         env={**os.environ, "PYTHONPATH": str(REPO)},
     )
     base = f"http://127.0.0.1:{port}/v1"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            if proc.poll() is not None:
-                raise RuntimeError(f"the test LLM server exited with {proc.returncode}")
-            try:
-                if httpx.get(f"{base}/models", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if time.monotonic() > deadline:
-                raise RuntimeError("the test LLM server did not come up")
-            time.sleep(0.1)
+    with up_until_done(proc, f"{base}/models", 60, lambda: "the test LLM server (tests/llm_server.py)"):
         yield base
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()

@@ -8,7 +8,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -63,20 +63,30 @@ def serve_process(args: list[str], log: Path, env: dict[str, str] | None = None,
             cwd=Path(__file__).resolve().parent.parent,
             env=env if env is not None else dict(os.environ),
         )
+    with up_until_done(proc, f"{base}/healthz", wait, lambda: f"verl-doctor serve: {log.read_text()[-2000:]}"):
+        yield base
+
+
+@contextmanager
+def up_until_done(
+    proc: subprocess.Popen[bytes], probe: str, wait: float, describe: Callable[[], str]
+) -> Iterator[None]:
+    """Wait until GET ``probe`` answers 200 (or fail with ``describe()`` if ``proc`` exits or ``wait`` passes),
+    then stop ``proc`` when the block ends."""
     try:
         deadline = time.monotonic() + wait
         while True:
             if proc.poll() is not None:
-                raise RuntimeError(f"verl-doctor serve exited: {log.read_text()[-2000:]}")
+                raise RuntimeError(f"exited with {proc.returncode}: {describe()}")
             try:
-                if httpx.get(f"{base}/healthz", timeout=2).status_code == 200:
+                if httpx.get(probe, timeout=2).status_code == 200:
                     break
             except httpx.HTTPError:
                 pass
             if time.monotonic() > deadline:
-                raise RuntimeError(f"verl-doctor serve did not come up: {log.read_text()[-2000:]}")
-            time.sleep(0.2)
-        yield base
+                raise RuntimeError(f"did not come up: {describe()}")
+            time.sleep(0.1)
+        yield
     finally:
         proc.terminate()
         try:

@@ -20,10 +20,6 @@ OnDone = Callable[[Task, SegmentResult], None]
 INLINE_BYTES = 48 * 1024 * 1024
 
 
-def _nothing() -> None:
-    pass
-
-
 class ScanError(Exception):
     """The scan cannot run at all (no Ray cluster, no worker processes); the message says why."""
 
@@ -48,11 +44,12 @@ class LocalExecutor:
         tasks: list[Task],
         on_done: OnDone,
         size: int,
-        started: Callable[[], None] = _nothing,
+        started: Callable[[], None] | None = None,
     ) -> None:
         if self.workers == 1 or len(tasks) <= 1 or size < INLINE_BYTES:
             self.workers = 1
-            started()
+            if started is not None:
+                started()
             for task in tasks:
                 on_done(task, scan_task(db, watched, task))
             return
@@ -64,15 +61,14 @@ class LocalExecutor:
         with ProcessPoolExecutor(n, mp_context=ctx, initializer=install, initargs=(db.for_worker(), watched)) as pool:
             pending: dict[Future[list[SegmentResult]], list[Task]] = {}
             queue = batches(tasks)
-            notify: Callable[[], None] | None = started
             # Keep the queue short so results (and their memory) come back as they are made.
             while queue or pending:
                 while queue and len(pending) < n * 8:
                     batch = queue.pop(0)
                     pending[pool.submit(run_installed, batch)] = batch
-                if notify is not None:
-                    notify()  # the workers exist (forked at the first submit): threads are safe now
-                    notify = None
+                if started is not None:
+                    started()  # the workers exist (forked at the first submit): threads are safe now
+                    started = None
                 done, _ = wait(pending, return_when=FIRST_COMPLETED)
                 for fut in done:
                     for task, result in zip(pending.pop(fut), fut.result(), strict=True):
@@ -96,7 +92,7 @@ class RayExecutor:
         tasks: list[Task],
         on_done: OnDone,
         size: int,
-        started: Callable[[], None] = _nothing,
+        started: Callable[[], None] | None = None,
     ) -> None:
         try:
             import ray
@@ -114,7 +110,8 @@ class RayExecutor:
             remote: Any = ray.remote(num_cpus=1)(scan_batch)
             db_ref = ray.put(db.for_worker())
             pending = {remote.remote(db_ref, watched, batch): batch for batch in batches(tasks)}
-            started()
+            if started is not None:
+                started()
             while pending:
                 done, _ = ray.wait(list(pending), num_returns=1)
                 for ref in done:

@@ -155,13 +155,6 @@ class _Source:
             )
 
 
-def iter_buffers(fh: ByteStream, **options: Any) -> Iterator[bytes]:
-    """Yield line-aligned buffers (each ends with ``\\n``) of the decompressed content of ``fh``:
-    :func:`iter_spans` (same options), with every buffer an independent ``bytes`` object."""
-    for buf, end in iter_spans(fh, **options):
-        yield buf if isinstance(buf, bytes) and end == len(buf) else bytes(memoryview(buf)[:end])
-
-
 Span = tuple[bytes | bytearray, int]
 
 

@@ -38,7 +38,7 @@ class Executor(Protocol):
         tasks: list[Task],
         on_done: OnDone,
         size: int,
-        started: Callable[[], None] = ...,
+        started: Callable[[], None] | None = ...,
     ) -> None: ...
 
 
@@ -132,7 +132,7 @@ def _run_scan(
 
         if on_progress is not None:
             on_progress(0, total)
-        executor.run(db, watched, tasks, on_done, total, loading.start if loading is not None else _nothing)
+        executor.run(db, watched, tasks, on_done, total, loading.start if loading is not None else None)
 
     if loading is not None:
         diagnoser = loading.result()
@@ -147,10 +147,6 @@ def _run_scan(
     report.stats.executor = executor.name
     report.stats.workers = executor.workers
     return report
-
-
-def _nothing() -> None:
-    pass
 
 
 def _prepare(diagnoser: Deferred[Diagnoser]) -> Diagnoser:
