@@ -10,7 +10,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Literal, cast
+from typing import Any, Literal, cast
 
 from kb.ask import AskAnswer, ChatMessage
 from kb.corpus import Corpus
@@ -113,3 +113,15 @@ class DoctorEngine:
 
         with self._lock:
             return ask(self.diagnoser if self.model_ready else self._no_model, messages)
+
+
+class UsesEngine:
+    """For panes: the app's engine once its rules are loaded, else None (the app calls
+    ``engine_updated`` on each pane when that changes)."""
+
+    app: Any
+
+    @property
+    def engine(self) -> DoctorEngine | None:
+        engine = getattr(self.app, "engine", None)
+        return engine if isinstance(engine, DoctorEngine) else None

@@ -11,10 +11,10 @@ from textual.containers import Vertical, VerticalScroll
 from textual.widgets import Input, Markdown, Static
 
 from kb.ask import AskAnswer, ChatMessage
-from tui.engine import DoctorEngine
+from tui.engine import UsesEngine
 
 
-class ChatPane(Vertical):
+class ChatPane(UsesEngine, Vertical):
     """A conversation: each answer cites its entries; 'I'm on 0.5' or 'and on arm64?' refine the last topic."""
 
     DEFAULT_CSS = """
@@ -41,10 +41,6 @@ class ChatPane(Vertical):
                 classes="chat-note",
             )
         yield Input(placeholder="Ask about verl… (Enter sends)", id="chat-input")
-
-    @property
-    def engine(self) -> DoctorEngine | None:
-        return getattr(self.app, "engine", None)
 
     def engine_updated(self) -> None:
         """Called by the app when the rules or the model become ready."""

@@ -12,7 +12,7 @@ from textual.markup import escape
 from textual.widgets import ContentSwitcher, OptionList, TextArea
 
 from kb.result import Match, Result
-from tui.engine import DoctorEngine
+from tui.engine import DoctorEngine, UsesEngine
 from tui.widgets.diagnose.input_view import InputView
 from tui.widgets.diagnose.results import MatchDetail, ResultsList, copy_text
 
@@ -31,7 +31,7 @@ class PasteArea(TextArea):
     """
 
 
-class DiagnosePane(Vertical):
+class DiagnosePane(UsesEngine, Vertical):
     """Input on the left (editable, or the read-only marked view), diagnoses and their detail on the right."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -89,11 +89,6 @@ class DiagnosePane(Vertical):
         )
 
     # -- the engine
-
-    @property
-    def engine(self) -> DoctorEngine | None:
-        engine = getattr(self.app, "engine", None)
-        return engine if isinstance(engine, DoctorEngine) else None
 
     def engine_updated(self) -> None:
         """Called by the app when the rules are loaded and again when the model is ready."""

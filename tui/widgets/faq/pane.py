@@ -15,7 +15,7 @@ from textual.widgets import Input, Markdown, Tree
 from kb.entry import AREAS, Entry
 from kb.render_text import overrides_by_version
 from kb.search import SearchHit
-from tui.engine import DoctorEngine
+from tui.engine import DoctorEngine, UsesEngine
 
 
 def entry_markdown(entry: Entry) -> str:
@@ -93,7 +93,7 @@ class EntryView(VerticalScroll, can_focus=True):
         yield Markdown("Choose an entry on the left (Enter opens it), or type in the search box.", id="entry-markdown")
 
 
-class FaqPane(Horizontal):
+class FaqPane(UsesEngine, Horizontal):
     """Search box and entry tree on the left, the open entry on the right."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -126,11 +126,6 @@ class FaqPane(Horizontal):
         view = EntryView(id="entry-view")
         view.border_title = "Entry"
         yield view
-
-    @property
-    def engine(self) -> DoctorEngine | None:
-        engine = getattr(self.app, "engine", None)
-        return engine if isinstance(engine, DoctorEngine) else None
 
     def engine_updated(self) -> None:
         """Rules loaded: fill the tree; model ready: search the current query again, semantically."""

@@ -16,7 +16,7 @@ from textual.widgets import ContentSwitcher, DirectoryTree, Input, OptionList, P
 from textual.widgets.option_list import Option
 from textual.worker import get_current_worker
 
-from tui.engine import DoctorEngine
+from tui.engine import DoctorEngine, UsesEngine
 from tui.widgets.diagnose.results import copy_text, detail_body
 
 if TYPE_CHECKING:
@@ -90,7 +90,7 @@ def _result_for(match: Any) -> Any:
     return Result(kb_version="", abstained=False, signals=SignalsSummary(), matches=[match])
 
 
-class JobsPane(Vertical):
+class JobsPane(UsesEngine, Vertical):
     """Path and progress at the top; the findings, worst first, and the open one below."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -145,11 +145,6 @@ class JobsPane(Vertical):
                 yield Static(id="jobs-detail-excerpt")
                 yield Static(id="jobs-detail-body")
         # The directory tree is mounted on the first Ctrl+B: no directory is listed before it is asked for.
-
-    @property
-    def engine(self) -> DoctorEngine | None:
-        engine = getattr(self.app, "engine", None)
-        return engine if isinstance(engine, DoctorEngine) else None
 
     def engine_updated(self) -> None:
         if self.engine is not None and self._pending is not None:
