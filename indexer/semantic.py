@@ -1,5 +1,5 @@
-"""Embeddings (sentence-transformers, the bundled all-MiniLM-L6-v2), a FAISS index persisted in a
-cache directory keyed by a hash of corpus and model, and a BM25 index beside it."""
+"""Embeddings (the bundled all-MiniLM-L6-v2: ONNX for queries, sentence-transformers to build), a FAISS
+index persisted in a cache directory keyed by a hash of corpus and model, and a BM25 index beside it."""
 
 from __future__ import annotations
 
@@ -7,13 +7,15 @@ import hashlib
 import json
 import os
 import re
+import sys
 import threading
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
+from indexer import onnx_model
 from kb.cache import cache_dir
 from kb.entry import Entry
 from kb.retriever import entry_document
@@ -33,17 +35,49 @@ def model_path(name: str = DEFAULT_MODEL) -> str:
 
 
 class Embedder:
-    """Loads the model once; encodes normalised vectors."""
+    """Encodes normalised vectors. Queries run the exported ONNX model when it is in the cache (no torch);
+    sentence-transformers builds the index, stands in when the ONNX file is missing or broken, and exports
+    it whenever it loads, so the next start is light."""
 
-    def __init__(self, name: str = DEFAULT_MODEL) -> None:
+    def __init__(self, name: str = DEFAULT_MODEL, backend: Literal["auto", "torch"] = "auto") -> None:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-        from sentence_transformers import SentenceTransformer
-
         self.name = name
-        self.model = SentenceTransformer(model_path(name), device="cpu")
+        self.path = model_path(name)
+        self.fingerprint = onnx_model.model_fingerprint(self.path)
+        self._onnx = onnx_model.load(self.path) if backend == "auto" else None
+        self._torch: Any = None
         self._recent: dict[str, np.ndarray] = {}  # one query is searched in the entries and the issue archive
         self._lock = threading.Lock()
+        self._load_lock = threading.Lock()
+        if self._onnx is None:
+            self._sentence_transformer()
+
+    @property
+    def backend(self) -> str:
+        return "onnx" if self._onnx is not None else "torch"
+
+    def _sentence_transformer(self) -> Any:
+        with self._load_lock:
+            if self._torch is None:
+                from sentence_transformers import SentenceTransformer
+
+                self._torch = SentenceTransformer(self.path, device="cpu")
+                if not onnx_model.onnx_path(self.path).is_file():
+                    exported = onnx_model.export(self.path)
+                    if exported is not None:
+                        print(
+                            f"verl-doctor: exported the embedding model to {exported} for torch-free queries",
+                            file=sys.stderr,
+                        )
+            return self._torch
+
+    def encode_documents(self, texts: Sequence[str]) -> np.ndarray:
+        """The index-building path: sentence-transformers itself, whatever answers queries."""
+        vectors = self._sentence_transformer().encode(
+            list(texts), normalize_embeddings=True, convert_to_numpy=True, batch_size=32
+        )
+        return np.asarray(vectors, dtype="float32")
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         single = texts[0] if len(texts) == 1 else None
@@ -52,8 +86,7 @@ class Embedder:
                 hit = self._recent.get(single)
             if hit is not None:
                 return hit
-        vectors = self.model.encode(list(texts), normalize_embeddings=True, convert_to_numpy=True, batch_size=32)
-        out = np.asarray(vectors, dtype="float32")
+        out = self._onnx.encode(texts) if self._onnx is not None else self.encode_documents(texts)
         if single is not None:
             with self._lock:
                 if len(self._recent) >= 32:
@@ -83,12 +116,12 @@ class EntryIndex:
         self.ids = [e.id for e in entries]
         self.embedder = embedder
         docs = [entry_document(e) for e in entries]
-        key = hashlib.sha256(f"{fingerprint}:{embedder.name}:{len(docs)}".encode()).hexdigest()[:16]
+        key = hashlib.sha256(f"{fingerprint}:{embedder.fingerprint}:{len(docs)}".encode()).hexdigest()[:16]
         self.path = cache_dir() / f"index-{key}"
         self.rebuilt = False
         index = self._load(faiss)
         if index is None:
-            vectors = embedder.encode(docs)
+            vectors = embedder.encode_documents(docs)
             index = faiss.IndexFlatIP(vectors.shape[1])
             index.add(vectors)
             self._save(faiss, index)

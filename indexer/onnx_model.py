@@ -1,0 +1,144 @@
+"""The embedding model as ONNX, so that a query never imports torch or sentence-transformers.
+
+sentence-transformers costs about 6 s to import on two cores, while onnxruntime and tokenizers take about
+0.15 s. The transformer with its mean pooling and L2 normalisation is exported once, with torch (which
+builds the index anyway), into the cache beside the FAISS index, keyed by a fingerprint of the model
+files; queries then run it with onnxruntime. The exported graph computes what all-MiniLM-L6-v2's three
+sentence-transformers modules compute (Transformer, mean Pooling, Normalize), so the vectors agree to
+float noise (a test holds every corpus document and a thousand real inputs to cosine >= 0.999).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from kb.cache import cache_dir
+
+# The inputs and output of the exported graph; a change of these is a change of the file's format.
+_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
+_FORMAT = "mean-pooled-normalised-v1"
+
+
+def model_fingerprint(model_dir: str) -> str:
+    """Content of the small model files plus the weights' size and mtime: hashing 90 MB at every start
+    would cost more than the import it saves, and the weights of an installed package do not change in place."""
+    root = Path(model_dir)
+    h = hashlib.sha256(_FORMAT.encode())
+    for name in ("config.json", "tokenizer.json", "sentence_bert_config.json", "modules.json"):
+        path = root / name
+        h.update(name.encode() + (path.read_bytes() if path.exists() else b""))
+    for name in ("model.safetensors", "pytorch_model.bin"):
+        path = root / name
+        if path.exists():
+            st = path.stat()
+            h.update(f"{name}:{st.st_size}:{st.st_mtime_ns}".encode())
+    return h.hexdigest()[:16]
+
+
+def onnx_path(model_dir: str) -> Path:
+    return cache_dir() / f"onnx-{model_fingerprint(model_dir)}" / "model.onnx"
+
+
+def _max_length(model_dir: str) -> int:
+    try:
+        return int(json.loads((Path(model_dir) / "sentence_bert_config.json").read_text())["max_seq_length"])
+    except (OSError, ValueError, KeyError):
+        return 256
+
+
+def export(model_dir: str) -> Path | None:
+    """Export the model to ``onnx_path(model_dir)``; None when this build cannot (no onnx package)."""
+    target = onnx_path(model_dir)
+    try:
+        import torch
+        from transformers import AutoModel
+    except ImportError:
+        return None
+
+    class _Pooled(torch.nn.Module):
+        def __init__(self, model: Any) -> None:
+            super().__init__()
+            self.model = model
+
+        def forward(self, input_ids: Any, attention_mask: Any, token_type_ids: Any) -> Any:
+            hidden = self.model(
+                input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids
+            ).last_hidden_state
+            weights = attention_mask.unsqueeze(-1).to(hidden.dtype)
+            mean = (hidden * weights).sum(1) / weights.sum(1).clamp(min=1e-9)
+            return torch.nn.functional.normalize(mean, p=2, dim=1)
+
+    model = _Pooled(AutoModel.from_pretrained(model_dir).eval())
+    sample = tuple(torch.ones(2, 8, dtype=torch.long) for _ in _INPUTS)
+    axes: dict[str, dict[int, str]] = {name: {0: "batch", 1: "tokens"} for name in _INPUTS}
+    axes["embedding"] = {0: "batch"}
+    partial = target.with_suffix(f".{os.getpid()}.part")
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with torch.no_grad():
+            torch.onnx.export(
+                model,
+                sample,
+                str(partial),
+                input_names=list(_INPUTS),
+                output_names=["embedding"],
+                dynamic_axes=axes,
+                opset_version=17,
+                dynamo=False,
+            )
+        partial.replace(target)  # atomic: a concurrent reader sees no file or a whole one
+    except Exception as exc:  # any exporter failure leaves the torch path in charge
+        partial.unlink(missing_ok=True)
+        print(f"verl-doctor: could not export the embedding model to ONNX ({exc}); using torch", file=sys.stderr)
+        return None
+    return target
+
+
+class OnnxEncoder:
+    """Tokenizes with the model's own tokenizer.json and runs the exported graph."""
+
+    def __init__(self, model_dir: str, path: Path) -> None:
+        import onnxruntime
+        from tokenizers import Tokenizer
+
+        self.tokenizer = Tokenizer.from_file(str(Path(model_dir) / "tokenizer.json"))
+        self.tokenizer.enable_truncation(_max_length(model_dir))
+        self.tokenizer.enable_padding()
+        options = onnxruntime.SessionOptions()
+        options.intra_op_num_threads = max(1, min(4, os.cpu_count() or 1))
+        options.log_severity_level = 3  # errors only: its warnings are about graph fusions, not about us
+        self.session = onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+
+    def encode(self, texts: Sequence[str], batch_size: int = 32) -> np.ndarray:
+        out: list[np.ndarray] = []
+        for start in range(0, len(texts), batch_size):
+            batch = self.tokenizer.encode_batch(list(texts[start : start + batch_size]))
+            feeds = {
+                "input_ids": np.array([e.ids for e in batch], dtype=np.int64),
+                "attention_mask": np.array([e.attention_mask for e in batch], dtype=np.int64),
+                "token_type_ids": np.array([e.type_ids for e in batch], dtype=np.int64),
+            }
+            out.append(np.asarray(self.session.run(None, feeds)[0], dtype="float32"))
+        return np.concatenate(out) if out else np.zeros((0, 384), dtype="float32")
+
+
+def load(model_dir: str) -> OnnxEncoder | None:
+    """The ONNX encoder when its file exists and loads; a broken file is removed so it is exported again."""
+    path = onnx_path(model_dir)
+    if not path.is_file():
+        return None
+    try:
+        return OnnxEncoder(model_dir, path)
+    except ImportError:
+        return None
+    except Exception:  # a truncated or foreign file: export it again
+        path.unlink(missing_ok=True)
+        return None
