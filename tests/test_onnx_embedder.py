@@ -18,7 +18,7 @@ from tests.conftest import REPO
 
 @pytest.fixture(scope="module")
 def embedders(diagnoser) -> tuple[Embedder, Embedder]:  # type: ignore[no-untyped-def]
-    diagnoser.retriever  # builds the index through sentence-transformers, which exports the ONNX file
+    assert diagnoser.retriever is not None  # builds the index through sentence-transformers, which exports ONNX
     assert onnx_model.onnx_path(model_path()).is_file()
     onnx = Embedder()
     assert onnx.backend == "onnx"
