@@ -1,0 +1,35 @@
+"""The entries' BM25 scores as bm25s scores them, without importing bm25s (and scipy) on a query."""
+
+from __future__ import annotations
+
+import json
+
+import bm25s
+import numpy as np
+
+from indexer.semantic import _BM25, tokenize
+from kb.retriever import entry_document
+from tests.conftest import REPO
+
+
+def test_scores_and_ranking_equal_bm25s_on_every_eval_input(diagnoser) -> None:  # type: ignore[no-untyped-def]
+    docs = [tokenize(entry_document(e)) for e in diagnoser.entries.values()]
+    ours = _BM25(docs)
+    reference = bm25s.BM25(k1=1.2, b=0.75)
+    reference.index([d or ["_"] for d in docs], show_progress=False)
+    queries = [
+        tokenize(str(json.loads(line)["input"])[:1200])
+        for path in sorted((REPO / "tests" / "eval").rglob("*.jsonl"))
+        for line in path.read_text(encoding="utf-8").splitlines()
+        if line.strip() and "input" in json.loads(line)
+    ]
+    assert len(queries) >= 500
+    for query in queries:
+        ids = reference.get_tokens_ids(query)
+        expected = reference.get_scores_from_ids(ids) if ids else np.zeros(len(docs), dtype=np.float32)
+        np.testing.assert_allclose(ours.scores(query), expected, atol=1e-4)
+        if not query:
+            continue
+        results, scores = reference.retrieve([query], k=8, show_progress=False)
+        ranked = [int(i) for i, s in zip(results[0], scores[0], strict=False) if s > 0] if scores[0][0] > 0 else []
+        assert [i for i, _ in ours.top(query, 8)] == ranked, query[:20]
