@@ -47,6 +47,29 @@ def onnx_path(model_dir: str) -> Path:
     return cache_dir() / f"onnx-{model_fingerprint(model_dir)}" / "model.onnx"
 
 
+def _fused_path(path: Path) -> Path:
+    """The graph after onnxruntime's hardware-independent fusions, saved so no start pays for them again."""
+    return path.with_name("model.fused.onnx")
+
+
+def _save_fused(path: Path) -> None:
+    import onnxruntime
+
+    fused = _fused_path(path)
+    partial = fused.with_suffix(f".{os.getpid()}.part")
+    options = onnxruntime.SessionOptions()
+    # Extended, not all: the layout rewrites of the top level are specific to this CPU, and a cache on a
+    # shared home directory is read by other machines.
+    options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_EXTENDED
+    options.optimized_model_filepath = str(partial)
+    options.log_severity_level = 3
+    try:
+        onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+        partial.replace(fused)
+    except Exception:  # the plain graph still works; only its start is slower
+        partial.unlink(missing_ok=True)
+
+
 def _max_length(model_dir: str) -> int:
     try:
         return int(json.loads((Path(model_dir) / "sentence_bert_config.json").read_text())["max_seq_length"])
@@ -95,6 +118,7 @@ def export(model_dir: str) -> Path | None:
                 dynamo=False,
             )
         partial.replace(target)  # atomic: a concurrent reader sees no file or a whole one
+        _save_fused(target)
     except Exception as exc:  # any exporter failure leaves the torch path in charge
         partial.unlink(missing_ok=True)
         print(f"verl-doctor: could not export the embedding model to ONNX ({exc}); using torch", file=sys.stderr)
@@ -105,7 +129,7 @@ def export(model_dir: str) -> Path | None:
 class OnnxEncoder:
     """Tokenizes with the model's own tokenizer.json and runs the exported graph."""
 
-    def __init__(self, model_dir: str, path: Path) -> None:
+    def __init__(self, model_dir: str, path: Path, fused: bool = False) -> None:
         import onnxruntime
         from tokenizers import Tokenizer
 
@@ -115,6 +139,8 @@ class OnnxEncoder:
         options = onnxruntime.SessionOptions()
         options.intra_op_num_threads = max(1, min(4, os.cpu_count() or 1))
         options.log_severity_level = 3  # errors only: its warnings are about graph fusions, not about us
+        if fused:
+            options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_BASIC
         self.session = onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
 
     def encode(self, texts: Sequence[str], batch_size: int = 32) -> np.ndarray:
@@ -135,8 +161,19 @@ def load(model_dir: str) -> OnnxEncoder | None:
     path = onnx_path(model_dir)
     if not path.is_file():
         return None
+    fused = _fused_path(path)
+    if fused.is_file():
+        try:
+            return OnnxEncoder(model_dir, fused, fused=True)
+        except ImportError:
+            return None
+        except Exception:  # a broken fused graph: the plain one below, and fuse again
+            fused.unlink(missing_ok=True)
     try:
-        return OnnxEncoder(model_dir, path)
+        encoder = OnnxEncoder(model_dir, path)
+        if not fused.exists():
+            _save_fused(path)
+        return encoder
     except ImportError:
         return None
     except Exception:  # a truncated or foreign file: export it again
