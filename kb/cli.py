@@ -10,11 +10,14 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
 from kb import __version__
+
+if TYPE_CHECKING:
+    from kb.engine import Diagnoser
 
 EXIT_FINDINGS = 1
 EXIT_USAGE = 2
@@ -227,23 +230,18 @@ def check_overrides_cmd(
 # --------------------------------------------------------------------------- diagnosis
 
 
-def build_diagnoser(corpus_path: str | None = None, semantic: bool = True) -> Any:
-    """The corpus, its rules and a lazy retriever (the embedding model loads on first use only)."""
-    from kb.engine import Diagnoser
+def build_diagnoser(corpus_path: str | None = None, semantic: bool = True) -> Diagnoser:
+    """The composition root's diagnoser; a corpus that cannot be read ends the command (exit 2), and
+    entries that fail to load are named on stderr and skipped."""
+    from indexer import load_diagnoser
+    from kb.corpus import CorpusError
 
-    loaded = _load(_corpus_dir(corpus_path))
-
-    def retriever() -> Any:
-        from indexer.semantic import Embedder, EntryIndex
-
-        return EntryIndex(loaded.entries, Embedder(), loaded.fingerprint)
-
-    def issues() -> Any:  # the imported issue archive (verl-doctor issues import), followed as it changes
-        from indexer.issues import ActiveArchive
-
-        return ActiveArchive(lambda: getattr(diagnoser.retriever, "embedder", None))
-
-    diagnoser = Diagnoser(loaded, retriever if semantic else None, issues)
+    try:
+        diagnoser = load_diagnoser(_corpus_dir(corpus_path), semantic=semantic)
+    except CorpusError as exc:
+        _fail(str(exc))
+    for problem in diagnoser.corpus.problems:
+        click.echo(f"warning: skipped {problem}", err=True)
     return diagnoser
 
 

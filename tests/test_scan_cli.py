@@ -20,7 +20,7 @@ from tests.scan_jobdir import ACTOR_DIED, build_cascade_job, build_drift_job, no
 
 REPO = Path(__file__).resolve().parent.parent
 CLI = (
-    [sys.executable, "-m", "kb.cli"]
+    [sys.executable, "-m", "kb"]
     if not (REPO / ".venv" / "bin" / "verl-doctor").exists()
     else [str(REPO / ".venv" / "bin" / "verl-doctor")]
 )
