@@ -48,10 +48,10 @@ def timed(fn, repeat: int) -> float:  # type: ignore[no-untyped-def]
 
 
 def bench_warm(repeat: int) -> tuple[float, float]:
+    from indexer import load_diagnoser
     from indexer.semantic import Embedder
-    from kb.cli import build_diagnoser
 
-    diagnoser = build_diagnoser(str(REPO / "corpus"))
+    diagnoser = load_diagnoser(REPO / "corpus")
     text = ray_wrapped_traceback()
     diagnoser.diagnose(text)  # load model, build or load the index
     embedder: Embedder = diagnoser.retriever.embedder  # type: ignore[union-attr]

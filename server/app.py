@@ -70,9 +70,16 @@ class BodySizeLimit:
 
 
 def load_diagnoser(settings: ServerSettings) -> Diagnoser:
-    from kb.cli import build_diagnoser
+    """The composition root's diagnoser for these settings; entries that fail to load are reported on
+    stderr and skipped. Raises ``kb.corpus.CorpusError`` when the corpus cannot be read."""
+    import sys
 
-    return build_diagnoser(str(settings.corpus) if settings.corpus else None, semantic=settings.semantic)
+    import indexer
+
+    loaded = indexer.load_diagnoser(settings.corpus, semantic=settings.semantic)
+    for problem in loaded.corpus.problems:
+        print(f"warning: skipped {problem}", file=sys.stderr)
+    return loaded
 
 
 def create_app(settings: ServerSettings | None = None, diagnoser: Diagnoser | None = None) -> FastAPI:

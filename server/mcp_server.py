@@ -2,7 +2,7 @@
 
 One server definition, two transports:
 
-* stdio — ``verl-doctor mcp`` (kb/cli_mcp.py) runs :func:`build_server` with ``run("stdio")``;
+* stdio — ``verl-doctor mcp`` runs :func:`build_server` with ``run("stdio")``;
 * streamable HTTP — :func:`attach` mounts it at ``/mcp`` on the FastAPI app, with the SDK's session
   manager running inside the app's lifespan and the server's bearer token required when one is set.
 

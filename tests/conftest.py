@@ -5,9 +5,13 @@ from __future__ import annotations
 import textwrap
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 from click.testing import CliRunner
+
+if TYPE_CHECKING:
+    from kb.engine import Diagnoser
 
 REPO = Path(__file__).resolve().parent.parent
 CORPUS = REPO / "corpus"
@@ -100,8 +104,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 @pytest.fixture(scope="session")
-def diagnoser():  # type: ignore[no-untyped-def]
+def diagnoser() -> Diagnoser:
     """The bundled corpus with rules and the real embedding model, loaded once per test run."""
-    from kb.cli import build_diagnoser
+    from indexer import load_diagnoser
 
-    return build_diagnoser(str(CORPUS))
+    return load_diagnoser(CORPUS)

@@ -214,9 +214,9 @@ def test_question_set_with_an_inventing_llm_has_no_unsupported_override(diagnose
 
 @pytest.fixture
 def cli_diagnoser(diagnoser, monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
-    import kb.cli
+    import kb.cli.common
 
-    monkeypatch.setattr(kb.cli, "build_diagnoser", lambda *a, **k: diagnoser)
+    monkeypatch.setattr(kb.cli.common, "build_diagnoser", lambda *a, **k: diagnoser)
     monkeypatch.delenv("VERL_DOCTOR_LLM_URL", raising=False)
     return diagnoser
 

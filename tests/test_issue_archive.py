@@ -189,10 +189,10 @@ def test_ask_lists_issues(with_archive: Diagnoser) -> None:
 
 
 def test_cli_match_shows_issues(with_archive: Diagnoser, runner, monkeypatch, tmp_path) -> None:  # type: ignore[no-untyped-def]
-    import kb.cli
+    import kb.cli.common
     from kb.cli import main
 
-    monkeypatch.setattr(kb.cli, "build_diagnoser", lambda *a, **k: with_archive)
+    monkeypatch.setattr(kb.cli.common, "build_diagnoser", lambda *a, **k: with_archive)
     log = tmp_path / "err.log"
     log.write_text(NO_ENTRY)
     r = runner.invoke(main, ["match", "--json", str(log)])

@@ -28,9 +28,9 @@ from tests.scan_jobdir import (
 @pytest.fixture(scope="session")
 def rules_diagnoser() -> Any:
     """The bundled corpus, rules only: the scan tests never need the embedding model."""
-    from kb.cli import build_diagnoser
+    from indexer import load_diagnoser
 
-    return build_diagnoser(semantic=False)
+    return load_diagnoser(semantic=False)
 
 
 @pytest.fixture(scope="module")

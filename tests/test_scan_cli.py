@@ -20,7 +20,7 @@ from tests.scan_jobdir import ACTOR_DIED, build_cascade_job, build_drift_job, no
 
 REPO = Path(__file__).resolve().parent.parent
 CLI = (
-    [sys.executable, "-m", "kb.cli"]
+    [sys.executable, "-m", "kb"]
     if not (REPO / ".venv" / "bin" / "verl-doctor").exists()
     else [str(REPO / ".venv" / "bin" / "verl-doctor")]
 )
@@ -105,7 +105,7 @@ def test_markdown_and_sarif(jobs: tuple[Path, Path]) -> None:
 
 def test_cli_import_stays_light() -> None:
     code = (
-        "import sys, kb.cli, kb.cli_scan; heavy = {'torch', 'sentence_transformers', 'ray', 'kb.scan.runner'}"
+        "import sys, kb.cli, kb.cli.scan; heavy = {'torch', 'sentence_transformers', 'ray', 'kb.scan.runner'}"
         " & set(sys.modules); print(sorted(heavy))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=120)

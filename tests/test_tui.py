@@ -17,11 +17,12 @@ from textual import events
 from textual.pilot import Pilot
 from textual.widgets import DirectoryTree, Markdown, OptionList, TabbedContent
 
+from indexer import load_diagnoser
 from kb.engine import Diagnoser
 from tests.conftest import CORPUS, REPO
 from tui.app import DoctorApp
 from tui.config import TuiSettings
-from tui.engine import DoctorEngine, load_diagnoser
+from tui.engine import DoctorEngine
 from tui.screens.help import HelpScreen
 from tui.widgets.diagnose.input_view import InputView
 from tui.widgets.diagnose.pane import DiagnosePane, PasteArea

@@ -13,7 +13,7 @@ from textual.binding import Binding, BindingType
 from textual.widgets import Footer, Header, TabbedContent, TabPane
 
 from tui.config import TuiSettings
-from tui.engine import DoctorEngine, load_diagnoser
+from tui.engine import DoctorEngine
 from tui.widgets.chat.pane import ChatPane
 from tui.widgets.diagnose.pane import DiagnosePane
 from tui.widgets.faq.pane import FaqPane
@@ -104,6 +104,7 @@ class DoctorApp(App[None]):
 
     @work(thread=True, exclusive=True, group="load-rules")
     def _load_rules(self) -> None:
+        from indexer import load_diagnoser
         from kb.corpus import CorpusError
 
         try:

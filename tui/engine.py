@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import Any, Literal, cast
 
 from kb.ask import AskAnswer, ChatMessage
@@ -21,24 +20,6 @@ from kb.retriever import Retriever
 from kb.search import SearchHit, search_entries
 
 ModelState = Literal["off", "loading", "ready", "failed"]
-
-
-def load_diagnoser(corpus_dir: Path | None, semantic: bool) -> Diagnoser:
-    """The corpus and its compiled rules, with a lazy retriever (the model loads on first use only).
-
-    Raises ``kb.corpus.CorpusError`` when the corpus cannot be read.
-    """
-    from kb.corpus import load_corpus
-    from kb.corpus_files import default_corpus_dir
-
-    loaded = load_corpus(corpus_dir or default_corpus_dir())
-
-    def retriever() -> Retriever:
-        from indexer.semantic import Embedder, EntryIndex
-
-        return EntryIndex(loaded.entries, Embedder(), loaded.fingerprint)
-
-    return Diagnoser(loaded, retriever if semantic else None)
 
 
 class DoctorEngine:

@@ -73,7 +73,7 @@ def render_terminal(report: ScanReport, out: Console | None = None) -> None:
     for f in report.findings:
         if f.kind == "cascade" and f.caused_by:
             continue  # shown under the failure that caused it
-        _render_finding(out, f, by_root.get(f.incident.id, []) if f.incident else [])
+        render_finding(out, f, by_root.get(f.incident.id, []) if f.incident else [])
     for note in report.notes:
         out.print(f"note: {note}", style="dim", markup=False)
     if report.skipped:
@@ -83,7 +83,7 @@ def render_terminal(report: ScanReport, out: Console | None = None) -> None:
             out.print(f"{label}: {sk.path}: {sk.reason}", style="dim", markup=False)
 
 
-def _render_finding(out: Console, f: Finding, cascade: list[Finding]) -> None:
+def render_finding(out: Console, f: Finding, cascade: list[Finding]) -> None:
     style = _SEV_STYLE[f.severity]
     label = {
         "failure": "FIRST FAILURE",

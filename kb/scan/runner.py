@@ -14,7 +14,7 @@ from kb.scan.database import ScanDatabase
 from kb.scan.executors import LocalExecutor, OnDone
 from kb.scan.files import JobFile, discover
 from kb.scan.filescan import BlockGroup, SegmentResult
-from kb.scan.spec import ScanSpec
+from kb.scan.spec import ScanSpec, load_spec, save_spec
 from kb.scan.worker import Task, plan
 
 if TYPE_CHECKING:
@@ -92,6 +92,28 @@ def run_scan(
     ready = diagnoser.result() if isinstance(diagnoser, Deferred) else diagnoser
     report = _run_scan(paths, ready, executor, ScanSpec.of(ready), progress, on_progress, t0)
     assert report is not None
+    return report
+
+
+def scan_with_warm_start(
+    paths: list[Path],
+    corpus_dir: Path,
+    load: Callable[[], Diagnoser],
+    executor: Executor,
+    *,
+    progress: bool = False,
+    on_progress: OnProgress | None = None,
+) -> ScanReport:
+    """A scan that starts before the diagnoser exists: with the pattern spec an earlier run cached for the
+    corpus in ``corpus_dir`` exactly as it is on disk, the bytes stream while ``load`` builds the
+    diagnoser beside them (the report is the same as without the cache); the loaded diagnoser's spec is
+    cached for the next run."""
+    spec = load_spec(corpus_dir)
+    diagnoser = Deferred(load)
+    report = run_scan(paths, diagnoser, executor, progress=progress, on_progress=on_progress, spec=spec)
+    fresh = ScanSpec.of(diagnoser.result())
+    if fresh != spec:
+        save_spec(corpus_dir, fresh)
     return report
 
 

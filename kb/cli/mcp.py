@@ -1,24 +1,21 @@
 """``verl-doctor mcp``: the MCP tools over stdio, for IDEs and chat clients that launch a local server.
 
-Registered on the main group at the end of kb/cli.py. stdout carries the protocol and nothing else:
-messages go to stderr, and the SDK's stdio transport diverts fd 1 to stderr while it owns the wire.
+stdout carries the protocol and nothing else: messages go to stderr, and the SDK's stdio transport
+diverts fd 1 to stderr while it owns the wire.
 """
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import click
 
+from kb.cli import common
+from kb.cli.common import corpus_option, fail
+
 
 @click.command("mcp")
-@click.option(
-    "--corpus",
-    "corpus_path",
-    metavar="DIR",
-    help="Corpus directory (default: the bundled corpus, or $VERL_DOCTOR_CORPUS).",
-)
+@corpus_option
 @click.option(
     "--scan-root",
     "scan_roots",
@@ -42,12 +39,10 @@ def mcp_cmd(corpus_path: str | None, scan_roots: tuple[str, ...], no_semantic: b
     for root in scan_roots:
         path = Path(root).expanduser()
         if not path.is_dir():
-            click.echo(f"verl-doctor: --scan-root {root} is not a directory", err=True)
-            sys.exit(2)
+            fail(f"--scan-root {root} is not a directory")
         roots.append(path.resolve())
 
-    from kb.cli import build_diagnoser
     from server.mcp_server import MCPSetup, build_server
 
-    diagnoser = build_diagnoser(corpus_path, semantic=not no_semantic)
+    diagnoser = common.build_diagnoser(corpus_path, semantic=not no_semantic)
     build_server(diagnoser, MCPSetup(scan_roots=roots, warm_up=not no_semantic)).run("stdio")

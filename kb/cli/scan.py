@@ -1,20 +1,19 @@
-"""``verl-doctor scan``: the click command (registered at the end of kb/cli.py). Imports stay light:
-the scanner, Ray and the embedding model load inside the command, and only when needed."""
+"""``verl-doctor scan``: job output directories scanned. Imports stay light: the scanner, Ray and the
+embedding model load inside the command, and only when needed."""
 
 from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
-EXIT_FINDINGS = 1
-EXIT_USAGE = 2
+from kb.cli import common
+from kb.cli.common import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, corpus_option, fail
 
-
-def _fail(message: str, code: int = EXIT_USAGE) -> None:
-    click.echo(f"verl-doctor: {message}", err=True)
-    sys.exit(code)
+if TYPE_CHECKING:
+    from kb.engine import Diagnoser
 
 
 @click.command("scan")
@@ -33,7 +32,7 @@ def _fail(message: str, code: int = EXIT_USAGE) -> None:
     help="Fan the files out over an existing Ray cluster (default address: auto). Needs verl-doctor[ray].",
 )
 @click.option("--workers", type=click.IntRange(1, 1024), help="Local worker processes (default: one per core).")
-@click.option("--corpus", "corpus_path", metavar="DIR", help="Corpus directory (default: the bundled corpus).")
+@corpus_option
 @click.option("--no-semantic", is_flag=True, help="Rules only: never load the embedding model.")
 @click.option("--interval", default=1.0, hidden=True, type=click.FloatRange(0.05, 60.0))
 def scan_cmd(
@@ -65,37 +64,31 @@ def scan_cmd(
         ray_address = "auto"
     missing = [p for p in paths if not Path(p).exists() and not Path(p).is_symlink()]
     if missing:
-        _fail(f"no such file or directory: {', '.join(missing)}")
+        fail(f"no such file or directory: {', '.join(missing)}")
     if follow and fmt in ("markdown", "sarif"):
-        _fail("--follow prints findings as they appear: use it with the text or --json output")
+        fail("--follow prints findings as they appear: use it with the text or --json output")
     if follow and ray_address is not None:
-        _fail("--follow and --ray cannot be combined")
-
-    from kb.cli import _corpus_dir, build_diagnoser
+        fail("--follow and --ray cannot be combined")
 
     targets = [Path(p) for p in paths]
     if follow:
-        _follow(targets, build_diagnoser(corpus_path, semantic=not no_semantic), fmt == "json", interval)
+        _follow(targets, common.build_diagnoser(corpus_path, semantic=not no_semantic), fmt == "json", interval)
         return
 
-    from kb.deferred import Deferred
     from kb.scan.executors import LocalExecutor, RayExecutor, ScanError
-    from kb.scan.runner import Executor, run_scan
-    from kb.scan.spec import ScanSpec, load_spec, save_spec
+    from kb.scan.runner import Executor, scan_with_warm_start
 
-    # With the pattern set of an earlier run at hand, the bytes stream while the corpus loads.
-    corpus_dir = _corpus_dir(corpus_path)
-    spec = load_spec(corpus_dir)
-    diagnoser = Deferred(lambda: build_diagnoser(corpus_path, semantic=not no_semantic))
     executor: Executor = RayExecutor(ray_address) if ray_address is not None else LocalExecutor(workers)
     try:
-        report = run_scan(targets, diagnoser, executor, progress=sys.stderr.isatty(), spec=spec)
+        report = scan_with_warm_start(
+            targets,
+            common.corpus_dir(corpus_path),
+            lambda: common.build_diagnoser(corpus_path, semantic=not no_semantic),
+            executor,
+            progress=sys.stderr.isatty(),
+        )
     except ScanError as exc:
-        _fail(str(exc))
-        return
-    fresh = ScanSpec.of(diagnoser.result())
-    if fresh != spec:
-        save_spec(corpus_dir, fresh)
+        fail(str(exc))
     if all(s.path in {str(t) for t in targets} for s in report.skipped) and len(report.skipped) == len(targets):
         for s in report.skipped:
             click.echo(f"verl-doctor: cannot read {s.path}: {s.reason}", err=True)
@@ -114,14 +107,14 @@ def scan_cmd(
         from kb.scan.render import render_terminal
 
         render_terminal(report)
-    sys.exit(EXIT_FINDINGS if report.findings else 0)
+    sys.exit(EXIT_FINDINGS if report.findings else EXIT_OK)
 
 
-def _follow(targets: list[Path], diagnoser: object, as_json: bool, interval: float) -> None:
+def _follow(targets: list[Path], diagnoser: Diagnoser, as_json: bool, interval: float) -> None:
     from rich.console import Console
 
     from kb.scan.follow import Follower
-    from kb.scan.render import _render_finding
+    from kb.scan.render import render_finding
     from kb.scan.report import Finding
 
     console = Console(highlight=False, soft_wrap=True)
@@ -132,9 +125,9 @@ def _follow(targets: list[Path], diagnoser: object, as_json: bool, interval: flo
         if as_json:
             click.echo(f.model_dump_json())
         else:
-            _render_finding(console, f, [])
+            render_finding(console, f, [])
         sys.stdout.flush()
 
-    follower = Follower(targets, diagnoser)  # type: ignore[arg-type]
+    follower = Follower(targets, diagnoser)
     count = follower.run(emit, interval=interval)
-    sys.exit(EXIT_FINDINGS if count else 0)
+    sys.exit(EXIT_FINDINGS if count else EXIT_OK)

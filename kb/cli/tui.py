@@ -1,18 +1,14 @@
-"""``verl-doctor tui``: the click command. Importing this module imports neither Textual nor the model."""
+"""``verl-doctor tui``: the terminal app. Importing this module imports neither Textual nor the model."""
 
 from __future__ import annotations
 
 import os
 import sys
 from pathlib import Path
-from typing import NoReturn
 
 import click
 
-
-def _fail(message: str, code: int = 2) -> NoReturn:
-    click.echo(f"verl-doctor: {message}", err=True)
-    sys.exit(code)
+from kb.cli.common import corpus_option, fail
 
 
 def reopen_terminal() -> None:
@@ -24,7 +20,7 @@ def reopen_terminal() -> None:
     try:
         fd = os.open("/dev/tty", os.O_RDWR | os.O_NOCTTY)
     except OSError as exc:
-        _fail(
+        fail(
             f"the TUI needs a terminal for the keyboard, and /dev/tty cannot be opened ({exc.strerror or exc}); "
             "use `verl-doctor match` in pipelines"
         )
@@ -38,7 +34,7 @@ def reopen_terminal() -> None:
 
 @click.command("tui")
 @click.argument("source", required=False, metavar="[FILE|DIR|-]")
-@click.option("--corpus", "corpus_path", metavar="DIR", help="Corpus directory (default: the bundled corpus).")
+@corpus_option
 @click.option("--no-semantic", is_flag=True, help="Rules only: never load the embedding model.")
 @click.option("--top", default=5, show_default=True, type=click.IntRange(1, 20), help="How many diagnoses to list.")
 @click.option("--light", is_flag=True, help="Start with the light theme (Ctrl+T toggles).")
@@ -68,7 +64,7 @@ def tui_cmd(source: str | None, corpus_path: str | None, no_semantic: bool, top:
                 text, notes, name = given.text, given.notes, "stdin"
             except InputError as exc:
                 if source == "-":
-                    _fail(str(exc))
+                    fail(str(exc))
                 # An empty pipe (or /dev/null) is no input: the app opens with an empty paste area.
             reopen_terminal()
         elif source is not None:
@@ -80,11 +76,11 @@ def tui_cmd(source: str | None, corpus_path: str | None, no_semantic: bool, top:
                     given = read_input(fh, source)
                 text, notes, name = given.text, given.notes, path.name
     except OSError as exc:
-        _fail(f"cannot read {source}: {exc.strerror or exc}")
+        fail(f"cannot read {source}: {exc.strerror or exc}")
     except InputError as exc:
-        _fail(str(exc))
+        fail(str(exc))
     if not sys.stdin.isatty():
-        _fail("the TUI needs a terminal; use `verl-doctor match` in pipelines")
+        fail("the TUI needs a terminal; use `verl-doctor match` in pipelines")
 
     # Progress bars of the model loader would draw over the app.
     quiet = {"HF_HUB_DISABLE_PROGRESS_BARS": "1", "TRANSFORMERS_VERBOSITY": "error", "TQDM_DISABLE": "1"}

@@ -1,0 +1,74 @@
+"""What every command shares: one ``fail()``, one set of exit codes, one ``--corpus`` option, and the
+diagnoser from the composition root (:func:`indexer.load_diagnoser`) with the CLI's error handling."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, NoReturn
+
+import click
+
+if TYPE_CHECKING:
+    from kb.corpus import Corpus
+    from kb.engine import Diagnoser
+
+#: Success (for ``match``: a confident match; for ``scan``: no findings).
+EXIT_OK = 0
+#: Findings: nothing confident, a failing override, a broken entry, problems in a job.
+EXIT_FINDINGS = 1
+#: Usage or I/O error: a bad option, an unreadable file, a corpus that cannot be loaded.
+EXIT_USAGE = 2
+#: An internal error (a bug): one line on stderr; VERL_DOCTOR_DEBUG=1 shows the traceback.
+EXIT_INTERNAL = 3
+#: Interrupted (Ctrl-C).
+EXIT_INTERRUPTED = 130
+
+
+def fail(message: str, code: int = EXIT_USAGE) -> NoReturn:
+    """Print ``verl-doctor: message`` on stderr and exit with ``code``."""
+    click.echo(f"verl-doctor: {message}", err=True)
+    sys.exit(code)
+
+
+corpus_option = click.option(
+    "--corpus",
+    "corpus_path",
+    metavar="DIR",
+    help="Corpus directory (default: the bundled corpus, or $VERL_DOCTOR_CORPUS).",
+)
+
+
+def corpus_dir(value: str | None) -> Path:
+    """The directory ``--corpus`` names, else the default corpus."""
+    from kb.corpus_files import default_corpus_dir
+
+    return Path(value) if value else default_corpus_dir()
+
+
+def load_corpus_or_fail(corpus_path: str | None) -> Corpus:
+    """The corpus ``--corpus`` names (exit 2 when it cannot be read); skipped entries are named on stderr."""
+    from kb.corpus import CorpusError, load_corpus
+
+    try:
+        corpus = load_corpus(corpus_dir(corpus_path))
+    except CorpusError as exc:
+        fail(str(exc))
+    for problem in corpus.problems:
+        click.echo(f"warning: skipped {problem}", err=True)
+    return corpus
+
+
+def build_diagnoser(corpus_path: str | None = None, semantic: bool = True) -> Diagnoser:
+    """The composition root's diagnoser; a corpus that cannot be read ends the command (exit 2), and
+    entries that fail to load are named on stderr and skipped."""
+    from indexer import load_diagnoser
+    from kb.corpus import CorpusError
+
+    try:
+        diagnoser = load_diagnoser(corpus_dir(corpus_path), semantic=semantic)
+    except CorpusError as exc:
+        fail(str(exc))
+    for problem in diagnoser.corpus.problems:
+        click.echo(f"warning: skipped {problem}", err=True)
+    return diagnoser

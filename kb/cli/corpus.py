@@ -1,0 +1,92 @@
+"""``verl-doctor corpus validate|list|show|patterns``: inspect and validate the knowledge base."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+from kb.cli.common import EXIT_FINDINGS, EXIT_USAGE, corpus_dir, corpus_option, fail, load_corpus_or_fail
+
+
+@click.group("corpus")
+def corpus_group() -> None:
+    """Inspect and validate the knowledge base (Markdown entries under corpus/<area>/)."""
+
+
+@corpus_group.command("validate")
+@corpus_option
+@click.option(
+    "--fixtures",
+    "fixtures_path",
+    metavar="DIR",
+    help="Fixture root (default: tests/fixtures/entries beside the corpus).",
+)
+def corpus_validate(corpus_path: str | None, fixtures_path: str | None) -> None:
+    """Check every entry: schema, unique ids, linear-time regexes, body sections, sources, fixtures, and every
+    override key against the config of each verl release its range covers. Exit 1 when anything is wrong."""
+    from kb.validate import validate_corpus
+
+    root = corpus_dir(corpus_path)
+    loaded, problems = validate_corpus(root, Path(fixtures_path) if fixtures_path else None)
+    for problem in problems:
+        click.echo(str(problem))
+    if loaded is None:
+        sys.exit(EXIT_USAGE)
+    n = len(loaded.entries) + len({p.path for p in loaded.problems})
+    if problems:
+        click.echo(f"{len(problems)} problem(s) in {len({p.path for p in problems})} file(s); {n} entries checked")
+        sys.exit(EXIT_FINDINGS)
+    click.echo(f"{n} entries valid")
+
+
+@corpus_group.command("list")
+@corpus_option
+@click.option("--json", "as_json", is_flag=True, help="Print every entry in full as JSON.")
+@click.option("--area", help="Only entries of this area.")
+def corpus_list(corpus_path: str | None, as_json: bool, area: str | None) -> None:
+    """List the entries: id, area and title (or everything with --json)."""
+    loaded = load_corpus_or_fail(corpus_path)
+    entries = sorted((e for e in loaded.entries if area is None or e.area == area), key=lambda e: (e.area, e.id))
+    if as_json:
+        click.echo(json.dumps([e.to_public() for e in entries], indent=1, ensure_ascii=False))
+        return
+    for e in entries:
+        click.echo(f"{e.id:<48} {e.area:<11} {e.title}")
+
+
+@corpus_group.command("show")
+@click.argument("entry_id")
+@corpus_option
+@click.option("--verl-version", metavar="V", help="Render the overrides for this verl version.")
+@click.option("--json", "as_json", is_flag=True, help="Print the entry as JSON.")
+def corpus_show(entry_id: str, corpus_path: str | None, verl_version: str | None, as_json: bool) -> None:
+    """Show one entry: its fields, the overrides per verl version, and its body."""
+    loaded = load_corpus_or_fail(corpus_path)
+    entry = loaded.get(entry_id)
+    if entry is None:
+        import difflib
+
+        close = difflib.get_close_matches(entry_id, [e.id for e in loaded.entries], n=3)
+        fail(f"no entry '{entry_id}'" + (f"; did you mean {', '.join(close)}?" if close else ""), EXIT_FINDINGS)
+    if as_json:
+        click.echo(json.dumps(entry.to_public(), indent=1, ensure_ascii=False))
+        return
+    from kb.render_text import render_entry
+
+    render_entry(entry, verl_version)
+
+
+@corpus_group.command("patterns")
+@corpus_option
+def corpus_patterns(corpus_path: str | None) -> None:
+    """Print every symptom regex, one a line (for `rg -f`)."""
+    loaded = load_corpus_or_fail(corpus_path)
+    seen = set()
+    for e in sorted(loaded.entries, key=lambda e: e.id):
+        for s in e.meta.symptoms:
+            if s.regex and s.regex not in seen:
+                seen.add(s.regex)
+                click.echo(s.regex)

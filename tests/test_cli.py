@@ -1,0 +1,51 @@
+"""The command line as a package: one group, one set of exit codes, one ``--corpus`` option."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import click
+import pytest
+from click.testing import CliRunner
+
+from kb.cli import common, main
+from tests.conftest import REPO
+
+
+def _commands(group: click.Group, prefix: str = "") -> dict[str, click.Command]:
+    out: dict[str, click.Command] = {}
+    for name, cmd in group.commands.items():
+        out[prefix + name] = cmd
+        if isinstance(cmd, click.Group):
+            out.update(_commands(cmd, f"{prefix}{name} "))
+    return out
+
+
+def test_an_internal_error_is_one_line_and_exit_code_3(runner: CliRunner, monkeypatch: pytest.MonkeyPatch) -> None:
+    def broken(*_a: object, **_k: object) -> None:
+        raise RuntimeError("boom")
+
+    monkeypatch.delenv("VERL_DOCTOR_DEBUG", raising=False)
+    monkeypatch.setattr(common, "build_diagnoser", broken)
+    r = runner.invoke(main, ["match", "-"], input="x\n")
+    assert r.exit_code == common.EXIT_INTERNAL == 3
+    assert "internal error: RuntimeError: boom" in r.output and "Traceback" not in r.output
+
+
+def test_every_corpus_option_is_the_same_one() -> None:
+    helps = {
+        name: next(p.help for p in cmd.params if p.name == "corpus_path")
+        for name, cmd in _commands(main).items()
+        if any(p.name == "corpus_path" for p in cmd.params)
+    }
+    assert {"match", "scan", "ask", "mcp", "tui", "serve", "eval", "index", "corpus list"} <= set(helps)
+    assert set(helps.values()) == {"Corpus directory (default: the bundled corpus, or $VERL_DOCTOR_CORPUS)."}
+
+
+def test_python_dash_m_kb_is_the_command_line() -> None:
+    out = subprocess.run(
+        [sys.executable, "-m", "kb", "--help"], capture_output=True, text=True, cwd=REPO, timeout=120, check=False
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith("Usage: verl-doctor") and "check-overrides" in out.stdout
