@@ -16,6 +16,7 @@ from kb.result import (
     ConditionResult,
     EnvSetting,
     Evidence,
+    KnownBug,
     Match,
     RenderedOverride,
     Result,
@@ -25,12 +26,15 @@ from kb.result import (
 from kb.retriever import Retriever
 from kb.rules import RuleEngine, check_condition
 from kb.signals import Signals, extract_signals
-from kb.versions import KNOWN_RELEASES, VersionError, in_range
+from kb.versions import KNOWN_RELEASES, VersionError, in_range, parse_version
 
 #: Rule confidence at or above which the semantic layer is not consulted at all (and never imported).
 RULES_DECISIVE = 0.85
 MATCH_THRESHOLD = 0.70
 POSSIBLE_THRESHOLD = 0.40
+#: A known bug on a release that has its fix is a near miss at most, unless a symptom this exact fired.
+EXACT_SYMPTOM = 0.95
+FIXED_RELEASE_CAP = 0.6
 #: Semantic similarity (cosine, normalised MiniLM vectors) at which a question counts as answered.
 _SEM_FLOOR, _SEM_FULL = 0.30, 0.75
 
@@ -214,7 +218,13 @@ class Diagnoser:
         holds = sum(1 for x in conditions if x.status == "holds")
         conf *= 0.8**fails
         conf = min(0.99, conf + 0.02 * holds * (1 - conf))
-        if version is not None and _entry_excludes(entry, version):
+        known_bug = _known_bug(entry, version)
+        if known_bug is not None and known_bug.affected is False:
+            # A release with the fix: a near miss at most, unless a symptom this exact fired (a partial fix,
+            # a mixed install), which keeps its confidence.
+            if c.rule < EXACT_SYMPTOM:
+                conf = min(conf * 0.6, FIXED_RELEASE_CAP)
+        elif version is not None and _entry_excludes(entry, version):
             conf *= 0.6
         conf = round(max(0.0, min(1.0, conf)), 3)
         return Match(
@@ -230,6 +240,7 @@ class Diagnoser:
             actions=list(entry.meta.fix.actions),
             evidence=evidence,
             sources=list(entry.meta.sources),
+            known_bug=known_bug,
         )
 
 
@@ -242,6 +253,14 @@ def merge_facts(signals: Signals, facts: Signals) -> None:
     signals.env += [name for name in facts.env if name not in signals.env]
     for key, value in facts.overrides.items():
         signals.overrides.setdefault(key, value)
+
+
+def _known_bug(entry: Entry, version: str | None) -> KnownBug | None:
+    fixed = entry.meta.fixed_in
+    if fixed is None:
+        return None
+    affected = None if version is None else parse_version(version) < parse_version(fixed.verl)
+    return KnownBug(fixed_in=fixed.verl, pr=fixed.pr, affected=affected)
 
 
 def _entry_excludes(entry: Entry, version: str) -> bool:

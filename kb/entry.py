@@ -231,6 +231,28 @@ class Fix(_Strict):
         return self
 
 
+class FixedIn(_Strict):
+    """A known bug of some releases: the first release that has the fix, and the pull request that made it.
+    The entry's ``verl`` range is then the affected releases."""
+
+    verl: str
+    pr: str
+
+    @field_validator("verl")
+    @classmethod
+    def _release(cls, value: str) -> str:
+        if not re.fullmatch(r"\d+\.\d+\.\d+", value):
+            raise ValueError(f"fixed_in.verl {value!r} must be a release number such as 0.6.0")
+        return value
+
+    @field_validator("pr")
+    @classmethod
+    def _pull(cls, value: str) -> str:
+        if not re.fullmatch(r"https://github\.com/(?:verl-project|volcengine)/verl/pull/\d+", value):
+            raise ValueError(f"fixed_in.pr {value!r} must be a verl pull request URL")
+        return value
+
+
 class FrontMatter(_Strict):
     """The machine-read part of an entry."""
 
@@ -245,6 +267,7 @@ class FrontMatter(_Strict):
     questions: list[str] = Field(default_factory=list)
     sources: list[str] = Field(min_length=1)
     related: list[str] = Field(default_factory=list)
+    fixed_in: FixedIn | None = None
 
     @field_validator("id")
     @classmethod

@@ -112,6 +112,8 @@ def render_result(result: Result, out: Console | None = None) -> None:
         out.rule(f"{i}. {m.id}")
         out.print(f"[{_VERDICT_STYLE[m.verdict]}]{m.verdict}[/] {m.confidence:.2f}  ", end="")
         out.print(m.title, style="bold", markup=False)
+        if m.known_bug is not None:
+            out.print(m.known_bug.summary(), style="yellow", markup=False)
         first = m.cause.split("\n\n")[0].strip()
         if first:
             out.print(first, markup=False)

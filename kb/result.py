@@ -37,6 +37,24 @@ class Evidence(BaseModel):
     steps: tuple[int, int] | None = Field(default=None, description="first and last step of a metric signature")
 
 
+class KnownBug(BaseModel):
+    """The match is a bug of some verl releases that a later one fixed."""
+
+    fixed_in: str = Field(description="the first verl release with the fix")
+    pr: str = Field(description="the pull request that fixed it")
+    affected: bool | None = Field(
+        description="True: the input's verl release has the bug; False: it has the fix; None: release unknown"
+    )
+
+    def summary(self) -> str:
+        """The one line every surface shows."""
+        if self.affected is True:
+            return f"A bug of this verl release, fixed in verl {self.fixed_in} ({self.pr}): upgrade, or apply the fix."
+        if self.affected is False:
+            return f"This release already has the fix of verl {self.fixed_in} ({self.pr}): probably not this bug."
+        return f"A bug fixed in verl {self.fixed_in} ({self.pr}): on an older release, upgrade or apply the fix."
+
+
 class Match(BaseModel):
     id: str
     title: str
@@ -50,6 +68,9 @@ class Match(BaseModel):
     actions: list[str]
     evidence: list[Evidence]
     sources: list[str]
+    known_bug: KnownBug | None = Field(
+        default=None, description="set for a bug that a release fixed: upgrade, or apply the fix above before it"
+    )
 
 
 class SignalsSummary(BaseModel):

@@ -14,7 +14,7 @@ from kb.entry import Entry, TextCheck
 from kb.keysets import KeyStatus, classify
 from kb.overrides import close_keys
 from kb.patterns import PatternError, PatternSet, check_linear
-from kb.versions import releases_in
+from kb.versions import KNOWN_RELEASES, parse_version, releases_in
 
 
 def _rel(entry: Entry) -> str:
@@ -146,6 +146,37 @@ def check_overrides_of(entry: Entry, lines: dict[tuple[object, ...], int]) -> li
     return problems
 
 
+def check_fixed_in(entry: Entry, lines: dict[tuple[object, ...], int]) -> list[EntryProblem]:
+    """A known bug's ``verl`` range is its affected releases: some known release in it, none from the fix on."""
+    fixed = entry.meta.fixed_in
+    if fixed is None:
+        return []
+    line = _line(lines, "fixed_in", "verl")
+    if fixed.verl not in KNOWN_RELEASES:
+        return [
+            EntryProblem(
+                _rel(entry), line, f"fixed_in.verl {fixed.verl} is no known release ({', '.join(KNOWN_RELEASES)})"
+            )
+        ]
+    affected = releases_in(entry.meta.verl)
+    problems = []
+    later = [r for r in affected if parse_version(r) >= parse_version(fixed.verl)]
+    if later:
+        problems.append(
+            EntryProblem(
+                _rel(entry),
+                _line(lines, "verl"),
+                f"the range '{entry.meta.verl}' covers {', '.join(later)}, which have the fix of {fixed.verl}: "
+                f"end it with ',<{fixed.verl}'",
+            )
+        )
+    if not affected:
+        problems.append(EntryProblem(_rel(entry), _line(lines, "verl"), "the bug affects no known release"))
+    if fixed.pr not in entry.meta.sources and fixed.pr.replace("verl-project", "volcengine") not in entry.meta.sources:
+        problems.append(EntryProblem(_rel(entry), line, f"cite the fix {fixed.pr} in sources"))
+    return problems
+
+
 def check_fixtures(entry: Entry, fixtures_dir: Path) -> list[EntryProblem]:
     folder = fixtures_dir / entry.id
     shown = os.path.relpath(folder)
@@ -183,6 +214,7 @@ def validate_corpus(root: Path, fixtures_dir: Path | None = None) -> tuple[Corpu
     for entry in corpus.entries:
         lines = lines_of[entry.id]
         problems += check_overrides_of(entry, lines)
+        problems += check_fixed_in(entry, lines)
         problems += check_fixtures(entry, fixtures)
         for i, rel in enumerate(entry.meta.related):
             if rel not in known_ids:
