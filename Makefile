@@ -43,7 +43,10 @@ run: setup
 	$(BIN)/verl-doctor index
 	$(BIN)/verl-doctor serve
 
+# The real benchmark (issue threads; dev, then the frozen holdout), then the self-made dev set.
 eval: setup
+	$(BIN)/verl-doctor eval tests/eval/real --split dev
+	$(BIN)/verl-doctor eval tests/eval/real --split holdout
 	$(BIN)/verl-doctor eval tests/eval/cases
 
 test: dev

@@ -230,7 +230,12 @@ def score(
 
 def _miss(case: RealCase, got: list[Returned], why: str) -> BenchMiss:
     return BenchMiss(
-        case=case.id, kind=case.kind, area=case.area, source=case.source, expected=case.expected, got=got[:3],
+        case=case.id,
+        kind=case.kind,
+        area=case.area,
+        source=case.source,
+        expected=case.expected,
+        got=got[:3],
         why=why,  # type: ignore[arg-type]
     )
 
@@ -287,7 +292,11 @@ def render_benchmark(report: BenchmarkReport) -> None:
         table = Table(title, "pos", "top-1", "top-3", "neg", "neg claimed")
         for row in rows:
             table.add_row(
-                row.group, str(row.positives), _short(row.top1), _short(row.top3), str(row.negatives),
+                row.group,
+                str(row.positives),
+                _short(row.top1),
+                _short(row.top3),
+                str(row.negatives),
                 _short(row.negatives_confident),
             )
         out.print(table)

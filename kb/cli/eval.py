@@ -26,11 +26,32 @@ if TYPE_CHECKING:
     is_flag=True,
     help="Score `verl-doctor ask` (conversations, citations, the LLM at $VERL_DOCTOR_LLM_URL if set).",
 )
-def eval_cmd(cases: tuple[str, ...], corpus_path: str | None, as_json: bool, no_semantic: bool, ask_path: bool) -> None:
+@click.option(
+    "--split",
+    type=click.Choice(["dev", "holdout"]),
+    help="Of a real benchmark directory (tests/eval/real): score this split only (default: both).",
+)
+def eval_cmd(
+    cases: tuple[str, ...], corpus_path: str | None, as_json: bool, no_semantic: bool, ask_path: bool, split: str | None
+) -> None:
     """Score the engine on eval cases (JSONL files or directories of them): top-1, top-3, MRR,
-    abstention precision and recall, a per-area table, and every miss."""
+    abstention precision and recall, a per-area table, and every miss.
+
+    A real benchmark directory (one with a manifest.json, like tests/eval/real) is scored per split with
+    Wilson 95 % intervals: top-1, top-3, MRR, positives with no entry, positives answered 'match' and the
+    precision of 'match', confident answers on negatives, per kind and per area, and every miss with
+    what was returned. With --json and --split, one report; without --split, {"dev": ..., "holdout": ...}."""
+    from kb.benchmark import is_benchmark_dir
     from kb.evaluation import load_cases, run_eval
 
+    paths = [Path(c) for c in cases]
+    if any(is_benchmark_dir(p) for p in paths):
+        if len(paths) > 1 or ask_path:
+            fail("a real benchmark directory is scored alone, and not with --ask")
+        _run_benchmark(paths[0], split, corpus_path, as_json, no_semantic)
+        return
+    if split is not None:
+        fail("--split needs a real benchmark directory (one with a manifest.json, like tests/eval/real)")
     try:
         loaded_cases = load_cases([Path(c) for c in cases])
     except ValueError as exc:
@@ -46,6 +67,30 @@ def eval_cmd(cases: tuple[str, ...], corpus_path: str | None, as_json: bool, no_
         from kb.evaluation import render_report
 
         render_report(report)
+
+
+def _run_benchmark(
+    directory: Path, split: str | None, corpus_path: str | None, as_json: bool, no_semantic: bool
+) -> None:
+    import json
+
+    from kb.benchmark import SPLITS, load_split, render_benchmark, score
+
+    try:
+        chosen = {s: load_split(directory, s) for s in SPLITS if split in (None, s)}
+    except ValueError as exc:
+        fail(str(exc))
+    diagnoser = common.build_diagnoser(corpus_path, semantic=not no_semantic)
+    known = set(diagnoser.entries)
+    reports = {s: score(lambda text: diagnoser.diagnose(text, top=5), cases, known, s) for s, cases in chosen.items()}
+    if as_json:
+        if len(reports) == 1:
+            click.echo(next(iter(reports.values())).model_dump_json(indent=1))
+        else:
+            click.echo(json.dumps({s: r.model_dump(mode="json") for s, r in reports.items()}, indent=1))
+        return
+    for report in reports.values():
+        render_benchmark(report)
 
 
 def _run_ask_eval(diagnoser: Diagnoser, cases: list[Case], as_json: bool) -> None:

@@ -2,11 +2,13 @@
 
     python tests/eval/real/split.py POOL.jsonl [POOL.jsonl ...]
 
-Threads already in `dev.jsonl` or `holdout.jsonl` keep their side (a new case of a known thread joins it);
-a new thread is assigned within its stratum (negative or not, area, kind of its first case) in the order of
-a salted hash of its name, to the holdout whenever that keeps the stratum's holdout share nearest 30 %. Writing the
-holdout re-signs `manifest.json` (its case ids and sha256), which `tests/test_real_benchmark.py` checks.
-Not part of the package: it is how the data set is kept.
+Threads already in `dev.jsonl` or `holdout.jsonl` keep their side (a new case of a known thread joins it).
+A thread that a corpus entry cites goes to dev: the entry was written from it. Any other new thread is
+assigned within its stratum (negative or not, area, kind of its first case), in the order of a salted hash
+of its name, to the holdout whenever that keeps the stratum's holdout share nearest 30 %. Writing the
+holdout re-signs `manifest.json` (its case ids, threads and sha256), which `tests/test_real_benchmark.py`
+checks; the thread list lets whoever writes an entry avoid reading them. Not part of the package: it is
+how the data set is kept.
 """
 
 from __future__ import annotations
@@ -25,6 +27,16 @@ from kb.benchmark import MANIFEST, NO_ENTRY, RealCase, case_id, file_sha256  # n
 SALT = "verl-doctor-real-2026-12"
 HOLDOUT_SHARE = 0.30
 AREAS = {"ray", "network", "install", "config", "rollout", "metrics", "memory", "data", "checkpoint", "tooling"}
+
+
+def cited_threads(entries: list[object]) -> set[str]:
+    """Threads an entry cites: the entry was written from them, so their cases are dev cases, never holdout."""
+    out = set()
+    for entry in entries:
+        for url in getattr(entry, "sources", []):
+            if "github.com/" in url and ("/issues/" in url or "/pull/" in url):
+                out.add(_thread_of(url).lower())
+    return out
 
 
 def _thread_of(url: str) -> str:
@@ -89,7 +101,9 @@ def _rank(thread: str) -> str:
 def main(pools: list[Path]) -> int:
     from kb.corpus import load_corpus
 
-    known = {e.id for e in load_corpus(HERE.parents[2] / "corpus").entries}
+    entries = load_corpus(HERE.parents[2] / "corpus").entries
+    known = {e.id for e in entries}
+    cited = cited_threads(list(entries))
     sides: dict[str, list[RealCase]] = {s: _read(HERE / f"{s}.jsonl") for s in ("dev", "holdout")}
     side_of = {c.thread: s for s, cases in sides.items() for c in cases}
     seen = {c.id for cases in sides.values() for c in cases}
@@ -125,6 +139,8 @@ def main(pools: list[Path]) -> int:
         key = stratum(fresh[thread][0])
         dev_n, hold_n = counts[key]
         side = "holdout" if round(HOLDOUT_SHARE * (dev_n + hold_n + 1)) > hold_n else "dev"
+        if thread.lower() in cited:
+            side = "dev"
         counts[key][side == "holdout"] += 1
         sides[side].extend(fresh[thread])
 
@@ -134,7 +150,7 @@ def main(pools: list[Path]) -> int:
     manifest = {
         "holdout_sha256": file_sha256(holdout),
         "holdout_ids": sorted(c.id for c in sides["holdout"]),
-        "holdout_threads": len({c.thread for c in sides["holdout"]}),
+        "holdout_threads": sorted({c.thread for c in sides["holdout"]}),
         "dev_cases": len(sides["dev"]),
         "salt": SALT,
         "made_by": "tests/eval/real/split.py",
@@ -142,8 +158,10 @@ def main(pools: list[Path]) -> int:
     (HERE / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
     for s, cases in sides.items():
         pos = sum(not c.negative for c in cases)
-        print(f"{s}: {len(cases)} cases ({pos} positive, {len(cases) - pos} negative), "
-              f"{len({c.thread for c in cases})} threads")
+        print(
+            f"{s}: {len(cases)} cases ({pos} positive, {len(cases) - pos} negative), "
+            f"{len({c.thread for c in cases})} threads"
+        )
     print(f"rejected {rejected}")
     return 0
 
