@@ -5,11 +5,12 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO
+from tests.conftest import GOOD_FRONT, REPO, entry_text
 from tests.server_harness import free_port
 
 ENV = {**os.environ, "NO_COLOR": "1", "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
@@ -29,3 +30,22 @@ def test_serve_refuses_blank_or_short_tokens(token: str) -> None:
     proc = verl_doctor("serve", "--no-semantic", "--port", str(free_port()), "--token", token, timeout=60)
     assert proc.returncode == 2, proc.stderr.decode()[-2000:]
     assert "--token" in proc.stderr.decode()
+
+
+REDOS_FRONT = GOOD_FRONT.replace(
+    "    check: {{env: SLURM_JOB_ID, present: true}}", "    check: {{text: '^(a+)+$'}}"
+).format(id="ray-register", area="ray")
+
+
+def test_corpus_condition_regex_cannot_hang(make_corpus: Callable[..., Path], tmp_path: Path) -> None:
+    """A condition regex that backtracks exponentially: validate refuses it, and match/scan stay bounded."""
+    root = make_corpus({"ray/ray-register.md": entry_text(REDOS_FRONT)})
+    check = verl_doctor("corpus", "validate", "--corpus", str(root), timeout=120)
+    assert check.returncode == 1, check.stdout.decode() + check.stderr.decode()
+    assert "(a+)+" in (check.stdout + check.stderr).decode()
+    log = tmp_path / "run.log"
+    log.write_text("Unable to register worker with raylet\n" + ("a" * 60 + "!\n") * 50)
+    for args in (["match", "--no-semantic", str(log)], ["scan", str(log)]):
+        proc = verl_doctor(*args, "--corpus", str(root), timeout=60)  # stdlib re here never returns
+        assert proc.returncode in (0, 1), proc.stderr.decode()[-2000:]
+        assert "ray-register" in proc.stdout.decode()
