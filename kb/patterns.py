@@ -94,7 +94,7 @@ _NESTED_BOUND = 100
 
 def _nested_repeat(sub: sre_parse.SubPattern | list[Any], inside: bool = False) -> bool:
     """True when an unbounded repeat sits inside another repeat of more than a few times."""
-    for op, arg in sub:  # type: ignore[misc]
+    for op, arg in sub:
         if op in _REPEATS:
             _lo, hi, body = arg
             unbounded = hi == sre_constants.MAXREPEAT or hi > _NESTED_BOUND

@@ -13,6 +13,7 @@ import pytest
 from tests.conftest import GOOD_FRONT, REPO, entry_text
 from tests.server_harness import free_port
 
+FAILURE = REPO / "tests" / "eval" / "verl_runs" / "hydra_ray_init_old_key" / "output.log"
 ENV = {**os.environ, "NO_COLOR": "1", "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
 
 
@@ -49,3 +50,29 @@ def test_corpus_condition_regex_cannot_hang(make_corpus: Callable[..., Path], tm
         proc = verl_doctor(*args, "--corpus", str(root), timeout=60)  # stdlib re here never returns
         assert proc.returncode in (0, 1), proc.stderr.decode()[-2000:]
         assert "ray-register" in proc.stdout.decode()
+
+
+OSC52 = "\x1b]52;c;ZWNobyBwd25lZA==\x07"  # writes "echo pwned" to the clipboard
+CLEAR = "\x1b[2J\x1b[H"
+
+
+def test_match_and_scan_print_no_control_sequences(tmp_path: Path) -> None:
+    """Input lines (match) and file names (scan) reach the terminal without their escape sequences."""
+    lines = FAILURE.read_text().splitlines()
+    poisoned = [f"{OSC52}{CLEAR}{line}\x9b31m\r" if "ray_init" in line else line for line in lines]
+    log = tmp_path / "poisoned.log"
+    log.write_text("\n".join(poisoned) + "\n")
+    job = tmp_path / "job"
+    job.mkdir()
+    (job / f"run{CLEAR}{OSC52}.log").write_text("\n".join(poisoned) + "\n")
+    (job / "bad\x1b]0;title\x07.log").write_bytes(b"\x00\x01\x02" * 4000)  # binary: listed as skipped
+    for args in (["match", "--no-semantic", str(log)], ["scan", str(job)], ["scan", "--markdown", str(job)]):
+        proc = verl_doctor(*args)
+        assert proc.returncode in (0, 1), proc.stderr.decode()[-2000:]
+        out = proc.stdout + proc.stderr
+        assert b"ray-init-num-cpus-renamed" in proc.stdout, args
+        for bad in (b"\x1b", b"\x07", b"\xc2\x9b", b"\r"):
+            assert bad not in out, (args, bad)
+    overrides = verl_doctor("check-overrides", "--", f"ray_init.num_cpus=16{OSC52}", "[/]x=1")
+    assert b"\x1b" not in overrides.stdout + overrides.stderr
+    assert overrides.returncode == 1, overrides.stderr.decode()[-2000:]
