@@ -71,14 +71,40 @@ def _walk(sub: sre_parse.SubPattern | list[object]) -> Iterator[tuple[object, ob
 
 
 def check_linear(pattern: str) -> None:
-    """Raise :class:`PatternError` unless ``pattern`` compiles and uses only regular constructs."""
+    """Raise :class:`PatternError` unless ``pattern`` compiles, uses only regular constructs and nests no
+    unbounded repeat inside another (``(a+)+``: exponential for the backtracking engine that confirms it)."""
     try:
         re.compile(pattern)
     except re.error as exc:
         raise PatternError(f"does not compile: {exc}") from None
-    for op, _ in _walk(_sre_parse(pattern)):
+    parsed = _sre_parse(pattern)
+    for op, _ in _walk(parsed):
         if op in _FORBIDDEN:
             raise PatternError(f"uses {_FORBIDDEN[op]}, which needs backtracking; linear-time engines reject it")
+    if _nested_repeat(parsed):
+        raise PatternError("repeats a group that itself repeats without bound (like '(a+)+'), which backtracks")
+
+
+_REPEATS = {sre_constants.MAX_REPEAT, sre_constants.MIN_REPEAT} | (
+    {sre_constants.POSSESSIVE_REPEAT} if hasattr(sre_constants, "POSSESSIVE_REPEAT") else set()
+)
+#: A repeat with a higher bound than this counts as unbounded when nested.
+_NESTED_BOUND = 100
+
+
+def _nested_repeat(sub: sre_parse.SubPattern | list[Any], inside: bool = False) -> bool:
+    """True when an unbounded repeat sits inside another repeat of more than a few times."""
+    for op, arg in sub:
+        if op in _REPEATS:
+            _lo, hi, body = arg
+            unbounded = hi == sre_constants.MAXREPEAT or hi > _NESTED_BOUND
+            if (inside and unbounded) or _nested_repeat(body, inside or unbounded):
+                return True
+            continue
+        parts = [arg[-1]] if op is sre_constants.SUBPATTERN else arg[1] if op is sre_constants.BRANCH else []
+        if any(_nested_repeat(p, inside) for p in parts):
+            return True
+    return False
 
 
 def _required_literal(pattern: str) -> str | None:

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import re
 import shlex
+from typing import Any, TypeVar
 
+from pydantic import BaseModel
 from rich.console import Console
 from rich.markdown import Markdown
+from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
@@ -26,19 +30,75 @@ _STATUS_STYLE = {
 }
 
 
+# ESC sequences (CSI, OSC up to BEL or ST, DCS/SOS/PM/APC strings, two-byte escapes), their 8-bit C1 forms,
+# the other C0 controls but tab and newline, DEL, and the bidi overrides that reorder what a line shows.
+_CONTROL = re.compile(
+    r"\x1b\[[0-?]*[ -/]*[@-~]?"
+    r"|\x1b\][^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)?"
+    r"|\x1b[PX^_][^\x1b\x9c]*(?:\x1b\\|\x9c)?"
+    r"|\x1b[ -/]*[0-~]?"
+    r"|\x9b[0-?]*[ -/]*[@-~]?"
+    r"|[\x9d\x90\x98\x9e\x9f][^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)?"
+    r"|[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]"
+)
+
+T = TypeVar("T")
+
+
+def terminal_safe(text: str) -> str:
+    """``text`` with every terminal control sequence removed (a log line with OSC 52 must not write the
+    clipboard, a file name must not clear the screen); bytes that were not UTF-8 (surrogate escapes) show as
+    U+FFFD. Tabs and newlines stay."""
+    if text.isascii() and text.isprintable():
+        return text
+    text = text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+    return _CONTROL.sub("", text)
+
+
+def terminal_safe_model(value: T) -> T:
+    """A copy of ``value`` (a pydantic model, list, dict or str, nested) with :func:`terminal_safe` applied to
+    every string in it, for printing; the original is untouched (JSON output keeps the exact text)."""
+    return _clean(value)
+
+
+def _clean(value: Any) -> Any:
+    if isinstance(value, str):
+        return terminal_safe(value)
+    if isinstance(value, BaseModel):
+        update = {}
+        for name in type(value).model_fields:
+            old = getattr(value, name)
+            new = _clean(old)
+            if new is not old:
+                update[name] = new
+        return value.model_copy(update=update) if update else value
+    if isinstance(value, list):
+        cleaned = [_clean(v) for v in value]
+        return cleaned if any(a is not b for a, b in zip(cleaned, value, strict=True)) else value
+    if isinstance(value, tuple):
+        cleaned_t = tuple(_clean(v) for v in value)
+        return cleaned_t if any(a is not b for a, b in zip(cleaned_t, value, strict=True)) else value
+    if isinstance(value, dict):
+        items = [(_clean(k), _clean(v)) for k, v in value.items()]
+        changed = any(k2 is not k or v2 is not v for (k2, v2), (k, v) in zip(items, value.items(), strict=True))
+        return dict(items) if changed else value
+    return value
+
+
 def console() -> Console:
     return Console(highlight=False, soft_wrap=True)
 
 
 def render_override_report(report: OverrideReport, out: Console | None = None) -> None:
     out = out or console()
+    report = terminal_safe_model(report)
     checked = report.release_checked
     note = f" (checked against the {checked} key set)" if checked != report.verl_version else ""
     out.print(f"verl {report.verl_version}{note}")
     for v in report.verdicts:
         style = _STATUS_STYLE[v.status]
         mark = "ok  " if not v.fails else "FAIL"
-        out.print(f"[{style}]{mark}[/] {v.text}", markup=True)
+        out.print(f"[{style}]{mark}[/] {escape(v.text)}", markup=True)
         out.print(f"     {v.message}", markup=False)
         if v.suggestion:
             out.print(f"     use: {v.suggestion}", markup=False)
@@ -92,6 +152,7 @@ _COND_MARK = {"holds": "[green]holds[/]", "fails": "[red]fails[/]", "unknown": "
 def render_result(result: Result, out: Console | None = None) -> None:
     """The readable report of one diagnosis: best match first, with its evidence."""
     out = out or console()
+    result = terminal_safe_model(result)
     sig = result.signals
     facts = [f"{k} {v}" for k, v in sig.versions.items()]
     if sig.gpu:

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
-import re
+import time
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -24,7 +25,7 @@ from kb.entry import (
     VersionCheck,
 )
 from kb.loglines import Line
-from kb.patterns import CONFIRM_TIMEOUT, PatternSet
+from kb.patterns import CONFIRM_TIMEOUT, MAX_CONFIRM_LINE, PatternSet
 from kb.result import ConditionStatus, Evidence
 from kb.signals import MetricPoint, Signals, is_finite
 from kb.versions import VersionError, in_range
@@ -239,6 +240,36 @@ def check_condition(cond: Condition, signals: Signals, lines: Sequence[Line]) ->
             return "unknown"
         return "holds" if seen == check.present else ("unknown" if not seen else "fails")
     if isinstance(check, TextCheck):
-        rx = re.compile(check.text)
-        return "holds" if any(rx.search(ln.text) for ln in lines) else "unknown"
+        return "holds" if text_condition_holds(check.text, lines) else "unknown"
     return "unknown"
+
+
+#: Seconds one text condition may spend over all the lines; past it the condition stays "unknown".
+CONDITION_BUDGET = 0.25
+
+
+@functools.lru_cache(maxsize=1024)
+def _condition_regex(pattern: str) -> regex.Pattern[str] | None:
+    try:
+        return regex.compile(pattern)
+    except regex.error:
+        return None
+
+
+def text_condition_holds(pattern: str, lines: Sequence[Line]) -> bool:
+    """Whether ``pattern`` is found on one of ``lines``: the ``regex`` engine under a timeout per line and a
+    budget for all of them (a corpus regex never runs unbounded), each line cut as for the symptoms."""
+    rx = _condition_regex(pattern)
+    if rx is None:
+        return False
+    deadline = time.monotonic() + CONDITION_BUDGET
+    for ln in lines:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            return False
+        try:
+            if rx.search(ln.text[:MAX_CONFIRM_LINE], timeout=min(CONFIRM_TIMEOUT, remaining)):
+                return True
+        except TimeoutError:
+            continue
+    return False

@@ -63,6 +63,7 @@ def check_patterns(entries: list[Entry], lines_of: dict[str, dict[tuple[object, 
     problems: list[EntryProblem] = []
     all_patterns: list[str] = []
     owners: list[tuple[Entry, int]] = []
+    conditions: list[tuple[Entry, tuple[object, ...], str]] = []
     for entry in entries:
         lines = lines_of[entry.id]
         regexes: list[tuple[tuple[object, ...], str]] = []
@@ -83,6 +84,8 @@ def check_patterns(entries: list[Entry], lines_of: dict[str, dict[tuple[object, 
             if path[-1] == "regex":
                 all_patterns.append(pattern)
                 owners.append((entry, int(str(path[1]))))
+            elif path[0] == "conditions":
+                conditions.append((entry, path, pattern))
     # The scanner compiles every symptom regex into one Hyperscan database: prove that it can.
     for idx, message in PatternSet.hyperscan_errors(all_patterns):
         entry, sym = owners[idx]
@@ -90,6 +93,11 @@ def check_patterns(entries: list[Entry], lines_of: dict[str, dict[tuple[object, 
         problems.append(
             EntryProblem(_rel(entry), line, f"regex {all_patterns[idx]!r} is refused by Hyperscan: {message}")
         )
+    # Condition regexes obey the same rule: linear time, proved by Hyperscan where it is installed.
+    for idx, message in PatternSet.hyperscan_errors([c[2] for c in conditions]):
+        entry, path, pattern = conditions[idx]
+        line = _line(lines_of[entry.id], *path)
+        problems.append(EntryProblem(_rel(entry), line, f"regex {pattern!r} is refused by Hyperscan: {message}"))
     if not problems and all_patterns:
         try:
             PatternSet(all_patterns)

@@ -6,67 +6,14 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from kb import __version__
 from kb.engine import Diagnoser
 from server import mcp_server, web
-from server.problems import install_handlers, problem_response
+from server.gate import RequestGate
+from server.problems import install_handlers
 from server.routes import chat, diagnose, entries, health, scan
 from server.settings import ServerSettings
-
-
-class BodySizeLimit:
-    """Refuses bodies over the limit with 413, from Content-Length or while streaming; uploads have their own cap."""
-
-    def __init__(self, app: ASGIApp, limit: int, upload_limit: int) -> None:
-        self.app, self.limit, self.upload_limit = app, limit, upload_limit
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        headers = dict(scope.get("headers") or [])
-        content_type = headers.get(b"content-type", b"").decode("latin-1")
-        limit = (
-            self.upload_limit
-            if content_type.startswith(("multipart/", "application/gzip", "application/x-gzip"))
-            else self.limit
-        )
-        declared = headers.get(b"content-length")
-        if declared is not None and declared.isdigit() and int(declared) > limit:
-            await problem_response(413, "Request too large", f"body is {int(declared)} bytes; the limit is {limit}")(
-                scope, receive, send
-            )
-            return
-        seen = 0
-        rejected = False
-
-        async def counting_receive() -> Message:
-            nonlocal seen, rejected
-            if rejected:
-                return {"type": "http.disconnect"}
-            message = await receive()
-            if message["type"] == "http.request":
-                seen += len(message.get("body", b""))
-                if seen > limit:
-                    # Answer now and tell the app the client went away; whatever it sends later is dropped.
-                    rejected = True
-                    await problem_response(413, "Request too large", f"body exceeds the limit of {limit} bytes")(
-                        scope, receive, send
-                    )
-                    return {"type": "http.disconnect"}
-            return message
-
-        async def guarded_send(message: Message) -> None:
-            if not rejected:
-                await send(message)
-
-        try:
-            await self.app(scope, counting_receive, guarded_send)
-        except Exception:
-            if not rejected:
-                raise
 
 
 def load_diagnoser(settings: ServerSettings) -> Diagnoser:
@@ -105,5 +52,5 @@ def create_app(settings: ServerSettings | None = None, diagnoser: Diagnoser | No
         app.include_router(router)
     web.attach(app)
     mcp_server.attach(app)
-    app.add_middleware(BodySizeLimit, limit=settings.max_body_bytes, upload_limit=settings.max_upload_bytes)
+    app.add_middleware(RequestGate, settings=settings)  # Host check, token before body, body caps
     return app

@@ -65,9 +65,18 @@ verl-doctor diagnoses failures of verl (RL post-training for LLMs) from a knowle
 _READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
 
 # Tool parameter types (module level: the SDK evaluates the annotations in this module's namespace).
+#: Longest text the tools take, the HTTP API's JSON body cap (5 MB) in characters.
+MAX_TEXT_CHARS = 5_000_000
+#: Most overrides one check_overrides call may carry (items, or tokens taken from the command line).
+MAX_OVERRIDES = 1000
+
 DiagnoseText = Annotated[
     str,
-    Field(min_length=1, description="a traceback, a log excerpt or a question about a verl failure"),
+    Field(
+        min_length=1,
+        max_length=MAX_TEXT_CHARS,
+        description="a traceback, a log excerpt or a question about a verl failure",
+    ),
 ]
 Top = Annotated[int, Field(ge=1, le=20, description="how many diagnoses to return")]
 Query = Annotated[str, Field(max_length=500, description="words, an error message or an entry id")]
@@ -78,8 +87,11 @@ VerlVersion = Annotated[
     Field(max_length=40, description="verl version to render or check overrides for, e.g. 0.9.1 (default: newest)"),
 ]
 OverrideList = Annotated[
-    list[str] | None,
-    Field(description="Hydra overrides, one per item, e.g. ['ray_init.num_cpus=16', '+trainer.foo=1']"),
+    list[Annotated[str, Field(max_length=10_000)]] | None,
+    Field(
+        max_length=MAX_OVERRIDES,
+        description="Hydra overrides, one per item, e.g. ['ray_init.num_cpus=16', '+trainer.foo=1']",
+    ),
 ]
 CommandLine = Annotated[
     str | None,
@@ -93,7 +105,7 @@ Question = Annotated[
     Field(min_length=1, max_length=MAX_MESSAGE_CHARS, description="a question about verl, or a follow-up to earlier"),
 ]
 Earlier = Annotated[
-    list[str] | None,
+    list[Annotated[str, Field(max_length=MAX_MESSAGE_CHARS)]] | None,
     Field(max_length=50, description="the user's earlier messages in this conversation, oldest first"),
 ]
 ScanPath = Annotated[
@@ -220,7 +232,7 @@ def build_server(diagnoser: Diagnoser, setup: MCPSetup | None = None) -> MCPServ
 
         def run() -> Any:
             ready()
-            return scan_paths([target], diagnoser)
+            return scan_paths([target], diagnoser, confine_to=roots)
 
         return await anyio.to_thread.run_sync(run)
 
@@ -276,11 +288,13 @@ def build_server(diagnoser: Diagnoser, setup: MCPSetup | None = None) -> MCPServ
     ) -> OverrideReport:
         """Check Hydra overrides against a verl release before submitting a job: each one is fine, needs '+',
         must drop '+', is unknown (with a suggestion, e.g. a renamed key), or is accepted but ignored."""
-        texts = _override_texts(overrides, command_line)
+        texts = await anyio.to_thread.run_sync(_override_texts, overrides, command_line)
         if not texts:
             raise ToolError("no overrides given: pass `overrides` (a list) or `command_line`")
+        if len(texts) > MAX_OVERRIDES:
+            raise ToolError(f"{len(texts)} overrides given; at most {MAX_OVERRIDES} are checked in one call")
         try:
-            return check_overrides(texts, verl_version)
+            return await anyio.to_thread.run_sync(check_overrides, texts, verl_version)
         except VersionError as exc:
             raise ToolError(str(exc)) from None
 
@@ -354,6 +368,22 @@ class BearerGate:
         await self.app(scope, receive, send)
 
 
+def _transport_security(settings: Any) -> Any:
+    """The SDK's loopback defaults plus the server's ``allowed_hosts``; None (the SDK's own choice) without them."""
+    from mcp.server.transport_security import TransportSecuritySettings
+
+    from server.settings import is_loopback
+
+    extra = [h.strip() for h in settings.allowed_hosts if h.strip()]
+    if not extra or not is_loopback(settings.host):
+        return None
+    names = ["127.0.0.1", "localhost", "[::1]", *extra]
+    return TransportSecuritySettings(
+        allowed_hosts=[h for n in names for h in (n, f"{n}:*")],
+        allowed_origins=[o for n in names for o in (f"http://{n}", f"http://{n}:*", f"https://{n}", f"https://{n}:*")],
+    )
+
+
 def attach(app: FastAPI) -> None:
     """Mount the MCP server at /mcp (streamable HTTP) and run its session manager in the app's lifespan."""
     from fastapi import APIRouter
@@ -364,7 +394,9 @@ def attach(app: FastAPI) -> None:
     server = build_server(app.state.diagnoser, MCPSetup(scan_roots=settings.scan_roots, host=settings.host))
     # Creates the session manager with the SDK's defaults (DNS-rebinding protection on a loopback host);
     # the Starlette app it returns is not used: its lifespan would never run once mounted.
-    server.streamable_http_app(streamable_http_path=MCP_PATH, host=settings.host)
+    server.streamable_http_app(
+        streamable_http_path=MCP_PATH, host=settings.host, transport_security=_transport_security(settings)
+    )
     manager = server.session_manager
 
     @asynccontextmanager

@@ -2,9 +2,42 @@
 
 from __future__ import annotations
 
+import ipaddress
+import os
 from pathlib import Path
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
+
+#: Host names a loopback server answers to (DNS rebinding protection), besides ``allowed_hosts``.
+LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1", "ip6-localhost")
+#: Shortest --token accepted: a guessable token on a public address is no protection.
+MIN_TOKEN_CHARS = 16
+
+
+def is_loopback(host: str) -> bool:
+    if host in ("localhost", "ip6-localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def token_problem(token: str | None) -> str | None:
+    """Why ``token`` cannot protect a server (blank, too short, spaces around it), or None when it can."""
+    if token is None:
+        return None
+    if not token.strip():
+        return '--token is blank; give a random secret, e.g. --token "$(openssl rand -hex 16)"'
+    if token != token.strip():
+        return "--token has spaces around it; give the secret alone"
+    if len(token) < MIN_TOKEN_CHARS:
+        return f"--token is {len(token)} characters; use at least {MIN_TOKEN_CHARS}, e.g. $(openssl rand -hex 16)"
+    return None
+
+
+def _env_hosts() -> list[str]:
+    return [h.strip() for h in os.environ.get("VERL_DOCTOR_ALLOWED_HOSTS", "").split(",") if h.strip()]
 
 
 class ServerSettings(BaseModel):
@@ -19,6 +52,10 @@ class ServerSettings(BaseModel):
 
     token: str | None = None
     """Bearer token every /v1 request must carry when set."""
+
+    allowed_hosts: list[str] = Field(default_factory=_env_hosts)
+    """Host header names a loopback server also answers to (e.g. a reverse proxy's name); others get 421.
+    Default: $VERL_DOCTOR_ALLOWED_HOSTS, comma-separated."""
 
     insecure: bool = False
     """Allow binding a non-loopback address without a token."""
@@ -37,3 +74,10 @@ class ServerSettings(BaseModel):
 
     semantic: bool = True
     """Load the embedding model for semantic search (off: rules and BM25-free lexical only)."""
+
+    @field_validator("token")
+    @classmethod
+    def _not_blank(cls, token: str | None) -> str | None:
+        if token is not None and not token.strip():
+            raise ValueError("the token is blank")
+        return token

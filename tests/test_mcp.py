@@ -38,7 +38,7 @@ from tests.server_harness import serve_process
 REPO = Path(__file__).resolve().parent.parent
 FAILURE_LOG = REPO / "tests" / "eval" / "verl_runs" / "hydra_ray_init_old_key" / "output.log"
 TOP_ENTRY = "ray-init-num-cpus-renamed"
-TOKEN = "test-token-4f1c"
+TOKEN = "test-token-4f1c-0123"
 TOOLS = {"diagnose", "ask", "scan", "search_faq", "get_entry", "check_overrides"}
 HAS_SCANNER = _scan_module() is not None
 

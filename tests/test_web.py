@@ -39,7 +39,7 @@ def lexical() -> Diagnoser:
 
 @pytest.fixture(scope="module")
 def client(lexical: Diagnoser) -> Iterator[TestClient]:
-    with TestClient(create_app(ServerSettings(semantic=False), lexical)) as c:
+    with TestClient(create_app(ServerSettings(semantic=False), lexical), base_url="http://127.0.0.1") as c:
         yield c
 
 
@@ -132,7 +132,9 @@ def test_markdown_bodies_never_pass_raw_html(make_corpus: Callable[..., Path]) -
         "## Fix\n\nSet num_cpus.\n\n## Check that it worked\n\nThe errors are gone.\n"
     )
     root = make_corpus({"ray/ray-register.md": entry_text(GOOD_FRONT.format(id="ray-register", area="ray"), body)})
-    with TestClient(create_app(ServerSettings(semantic=False), Diagnoser(load_corpus(root)))) as c:
+    with TestClient(
+        create_app(ServerSettings(semantic=False), Diagnoser(load_corpus(root))), base_url="http://127.0.0.1"
+    ) as c:
         page = c.get("/entries/ray-register", headers=HTML).text
     assert "<script>alert" not in page and "<img" not in page and 'href="javascript:' not in page
     assert "&lt;script&gt;alert(&#x27;body&#x27;)&lt;/script&gt;" in page or "&lt;script&gt;alert('body')" in page
@@ -185,7 +187,9 @@ def test_paste_form_works_without_js_and_escapes_the_paste(client: TestClient) -
 
 
 def test_token_flow_cookie_then_pages_and_api(lexical: Diagnoser) -> None:
-    with TestClient(create_app(ServerSettings(semantic=False, token="s3cret"), lexical)) as c:
+    with TestClient(
+        create_app(ServerSettings(semantic=False, token="s3cret"), lexical), base_url="http://127.0.0.1"
+    ) as c:
         locked = c.get("/", headers=HTML)
         assert locked.status_code == 401 and '<input id="token" name="token" type="password"' in locked.text
         assert locked.headers["www-authenticate"] == "Bearer"
@@ -215,7 +219,7 @@ def test_token_flow_cookie_then_pages_and_api(lexical: Diagnoser) -> None:
 
 def test_search_page_with_the_real_embedding_model(diagnoser: Any) -> None:
     """The semantic path: a question in words finds its entry though no title contains it."""
-    with TestClient(create_app(ServerSettings(), diagnoser)) as c:
+    with TestClient(create_app(ServerSettings(), diagnoser), base_url="http://127.0.0.1") as c:
         twin = c.get("/search", params={"q": "how do I set the cpu count of ray in a newer verl", "format": "json"})
         hits = twin.json()["hits"]
         assert RENAMED in [h["id"] for h in hits[:3]]

@@ -10,8 +10,10 @@ from typing import ClassVar
 from textual import work
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
+from textual.notifications import SeverityLevel
 from textual.widgets import Footer, Header, TabbedContent, TabPane
 
+from kb.render_text import terminal_safe
 from tui.config import TuiSettings
 from tui.engine import DoctorEngine
 from tui.widgets.chat.pane import ChatPane
@@ -63,7 +65,7 @@ class DoctorApp(App[None]):
         self.engine: DoctorEngine | None = None
         self._given_engine = engine
         self._initial_text = text
-        self._source = source
+        self._source = terminal_safe(source) if source is not None else None
         self._scan = scan
         self._notes = notes or []
         self.theme = self.settings.dark_theme if self.settings.theme == "dark" else self.settings.light_theme
@@ -155,6 +157,21 @@ class DoctorApp(App[None]):
             "failed": f"{n} entries · rules only (model failed)",
         }[engine.model_state]
         self._set_status(status)
+
+    def notify(
+        self,
+        message: str,
+        *,
+        title: str = "",
+        severity: SeverityLevel = "information",
+        timeout: float | None = None,
+        markup: bool = True,
+    ) -> None:
+        """Every notification as plain text: messages carry file names, findings' titles and copied lines
+        (input, never markup); control sequences are stripped."""
+        super().notify(
+            terminal_safe(message), title=terminal_safe(title), severity=severity, timeout=timeout, markup=False
+        )
 
     def _set_status(self, status: str) -> None:
         self.sub_title = f"{self._source} · {status}" if self._source else status

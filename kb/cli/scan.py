@@ -90,8 +90,10 @@ def scan_cmd(
     except ScanError as exc:
         fail(str(exc))
     if all(s.path in {str(t) for t in targets} for s in report.skipped) and len(report.skipped) == len(targets):
+        from kb.render_text import terminal_safe
+
         for s in report.skipped:
-            click.echo(f"verl-doctor: cannot read {s.path}: {s.reason}", err=True)
+            click.echo(f"verl-doctor: cannot read {terminal_safe(s.path)}: {s.reason}", err=True)
         sys.exit(EXIT_USAGE)
     if fmt == "json":
         click.echo(report.model_dump_json(indent=1))

@@ -61,6 +61,10 @@ def serve_cmd(
     verl-doctor serve --scan-root /shared/jobs --port 9000
     verl-doctor serve --host 0.0.0.0 --token "$(openssl rand -hex 16)"
     """
+    from server.settings import token_problem
+
+    if problem := token_problem(token):
+        fail(problem)
     if not is_loopback(host) and not token and not insecure:
         fail(f"refusing to serve on {host} without --token (bearer auth); pass --insecure to do it anyway")
     roots = []

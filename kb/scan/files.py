@@ -147,9 +147,12 @@ def ray_pid(name: str) -> int | None:
     return int(m.group(1)) if m else None
 
 
-def discover(root: Path) -> Job:
-    """Walk ``root`` (a directory, or a single file) into a :class:`Job`."""
+def discover(root: Path, confine_to: list[Path] | None = None) -> Job:
+    """Walk ``root`` (a directory, or a single file) into a :class:`Job`. With ``confine_to`` (the server's
+    scan roots), every symlink the walk reaches is resolved and anything it leads to outside those roots is
+    skipped (and reported) instead of read."""
     job = Job(root=root)
+    roots = [r.resolve() for r in confine_to] if confine_to is not None else None
     seen_files: set[tuple[int, int]] = set()
     seen_dirs: set[tuple[int, int]] = set()
     try:
@@ -173,6 +176,12 @@ def discover(root: Path) -> Job:
         for entry in entries:
             rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
             path = Path(entry.path)
+            if roots is not None and entry.is_symlink():
+                real = _inside(path, roots)
+                if real is None:
+                    job.skipped.append(Skipped(rel, OUTSIDE_ROOTS))
+                    continue
+                path = real  # read what was checked, not the link (which could be swapped later)
             try:
                 est = entry.stat(follow_symlinks=True)
             except OSError as exc:
@@ -224,6 +233,19 @@ def _add_file(job: Job, path: Path, rel: str, seen: set[tuple[int, int]], st: os
         job.ignored["empty files"] = job.ignored.get("empty files", 0) + 1
         return
     job.files.append(JobFile(path, rel, kind, compression, st.st_size, rank_hint(path.name)))
+
+
+OUTSIDE_ROOTS = "symlink to a path outside the scan roots (not read)"
+
+
+def _inside(path: Path, roots: list[Path]) -> Path | None:
+    """The real path of ``path`` when it lies inside one of ``roots`` (already resolved), else None; ``path``
+    itself when it does not resolve (a loop, a broken link: the walk reports those as such)."""
+    try:
+        real = path.resolve(strict=True)
+    except (OSError, RuntimeError):
+        return path
+    return real if any(real == r or real.is_relative_to(r) for r in roots) else None
 
 
 def _is_loop(exc: OSError) -> bool:

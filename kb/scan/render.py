@@ -6,8 +6,10 @@ import json
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 
 from kb import __version__
+from kb.render_text import terminal_safe_model
 from kb.result import EnvSetting
 from kb.scan.report import Finding, Incident, JobReport, ScanReport
 
@@ -54,6 +56,7 @@ def _facts_line(job: JobReport) -> str:
 
 def render_terminal(report: ScanReport, out: Console | None = None) -> None:
     out = out or Console(highlight=False, soft_wrap=True)
+    report = terminal_safe_model(report)  # file names and log lines are printed: no control sequences
     s = report.stats
     out.print(
         f"Scanned {s.files} files, {s.bytes_scanned / 1e6:.1f} MB, {s.lines} lines in {s.seconds:.1f} s "
@@ -84,6 +87,7 @@ def render_terminal(report: ScanReport, out: Console | None = None) -> None:
 
 
 def render_finding(out: Console, f: Finding, cascade: list[Finding]) -> None:
+    f, cascade = terminal_safe_model(f), terminal_safe_model(cascade)
     style = _SEV_STYLE[f.severity]
     label = {
         "failure": "FIRST FAILURE",
@@ -95,7 +99,7 @@ def render_finding(out: Console, f: Finding, cascade: list[Finding]) -> None:
     }[f.kind]
     out.rule(f"{f.id} {label}", style=style)
     conf = f" [{f.verdict} {f.confidence:.2f}]" if f.confidence is not None else ""
-    out.print(f"[{style}]{f.title}[/]{conf}", markup=True, highlight=False)
+    out.print(f"[{style}]{escape(f.title)}[/]{escape(conf)}", markup=True, highlight=False)
     if f.entry_id:
         out.print(f"  entry: {f.entry_id}", markup=False)
     inc = f.incident
@@ -141,6 +145,7 @@ def _fix(
 
 def render_markdown(report: ScanReport) -> str:
     """A report ready to paste into a GitHub issue."""
+    report = terminal_safe_model(report)
     lines = [f"## verl-doctor scan ({len(report.findings)} finding(s))", ""]
     for job in report.jobs:
         lines.append(f"- job `{job.root}`: {_facts_line(job) or 'no environment facts found'}")

@@ -64,12 +64,16 @@ def scan_paths(
     workers: int | None = None,
     progress: bool = False,
     on_progress: OnProgress | None = None,
+    confine_to: list[Path] | None = None,
 ) -> ScanReport:
     """Scan job directories (or single log files): every path is one job. Files run in parallel across
     cores; ``report.findings`` is non-empty when problems were found; unreadable input is in
     ``report.skipped`` with the reason. ``progress`` draws a bar on stderr; ``on_progress`` is called
-    with (bytes done, bytes in all) as files finish."""
-    return run_scan(paths, diagnoser, LocalExecutor(workers), progress=progress, on_progress=on_progress)
+    with (bytes done, bytes in all) as files finish. ``confine_to``: symlinks leading outside these
+    directories are skipped, not followed (the server's scan roots)."""
+    return run_scan(
+        paths, diagnoser, LocalExecutor(workers), progress=progress, on_progress=on_progress, confine_to=confine_to
+    )
 
 
 def run_scan(
@@ -80,17 +84,18 @@ def run_scan(
     progress: bool = False,
     on_progress: OnProgress | None = None,
     spec: ScanSpec | None = None,
+    confine_to: list[Path] | None = None,
 ) -> ScanReport:
     """``diagnoser`` may still be loading (a :class:`Deferred` with a ``spec`` cached from an earlier
     run): the bytes are then scanned while it loads, and the scan is redone in the rare case the
     loaded corpus turns out to need another spec."""
     t0 = time.perf_counter()
     if isinstance(diagnoser, Deferred) and spec is not None:
-        report = _run_scan(paths, diagnoser, executor, spec, progress, on_progress, t0)
+        report = _run_scan(paths, diagnoser, executor, spec, progress, on_progress, t0, confine_to)
         if report is not None:
             return report
     ready = diagnoser.result() if isinstance(diagnoser, Deferred) else diagnoser
-    report = _run_scan(paths, ready, executor, ScanSpec.of(ready), progress, on_progress, t0)
+    report = _run_scan(paths, ready, executor, ScanSpec.of(ready), progress, on_progress, t0, confine_to)
     assert report is not None
     return report
 
@@ -125,6 +130,7 @@ def _run_scan(
     progress: bool,
     on_progress: OnProgress | None,
     t0: float,
+    confine_to: list[Path] | None = None,
 ) -> ScanReport | None:
     """None when ``diagnoser`` was deferred and, once loaded, needs another spec than the one used."""
     deferred = diagnoser if isinstance(diagnoser, Deferred) else None
@@ -132,7 +138,7 @@ def _run_scan(
     loading = Deferred(lambda: _prepare(deferred)) if deferred is not None else None
     db = scan_database(spec)
     watched = spec.watched
-    jobs = [discover(Path(p)) for p in paths]
+    jobs = [discover(Path(p), confine_to) for p in paths]
     files: list[tuple[int, JobFile]] = [(ji, f) for ji, job in enumerate(jobs) for f in job.log_files]
     tasks: list[Task] = []
     for fi, (_, jf) in enumerate(files):

@@ -60,7 +60,7 @@ async def scan(request: Request, diagnoser: DiagnoserDep, settings: SettingsDep)
             except ValidationError as exc:
                 raise HTTPException(status_code=422, detail=exc.errors()[0]["msg"]) from None
             target = confine(body.path, settings.scan_roots)
-            return await run_in_threadpool(scan_paths, [target], diagnoser)
+            return await run_in_threadpool(scan_paths, [target], diagnoser, confine_to=settings.scan_roots)
         if content_type.startswith("multipart/form-data"):
             return await _scan_upload(request, diagnoser, settings.max_extracted_bytes)
     except Refused as exc:

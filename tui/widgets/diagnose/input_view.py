@@ -17,6 +17,8 @@ from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
+from kb.render_text import terminal_safe
+
 #: Characters of a line that are drawn; longer lines are cut (the engine matches on 8 KB anyway).
 MAX_DRAWN = 1000
 
@@ -81,7 +83,7 @@ class InputView(ScrollView, can_focus=True):
         return list(self._marks)
 
     def set_text(self, text: str) -> None:
-        self._lines = [line.expandtabs(4)[:MAX_DRAWN] for line in text.splitlines()]
+        self._lines = [terminal_safe(line.expandtabs(4)[:MAX_DRAWN]) for line in text.splitlines()]
         self._gutter = len(str(max(1, len(self._lines)))) + 2
         width = max((len(line) for line in self._lines), default=0) + self._gutter + 1
         self.virtual_size = Size(width, len(self._lines))

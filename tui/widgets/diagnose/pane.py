@@ -4,15 +4,16 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from textual import on, work
+from textual import events, on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
-from textual.markup import escape
 from textual.widgets import ContentSwitcher, OptionList, TextArea
 
+from kb.render_text import terminal_safe
 from kb.result import Match, Result
 from tui.engine import DoctorEngine, UsesEngine
+from tui.safe_text import fill, lines
 from tui.widgets.diagnose.input_view import InputView
 from tui.widgets.diagnose.results import MatchDetail, ResultsList, copy_text
 
@@ -23,12 +24,20 @@ PLACEHOLDER = (
 
 
 class PasteArea(TextArea):
-    """Where the input goes; bracketed pastes of any length land here in one piece."""
+    """Where the input goes; bracketed pastes of any length land here in one piece. Terminal control
+    sequences (a colored log's ANSI codes) are stripped on the way in: they would corrupt the screen."""
 
     DEFAULT_CSS = """
     PasteArea { height: 1fr; border: round $foreground 25%; }
     PasteArea:focus { border: round $accent; }
     """
+
+    async def _on_paste(self, event: events.Paste) -> None:
+        # Textual runs this before TextArea's own handler (which inserts the text): clean it for that one.
+        event.text = terminal_safe(event.text)
+
+    def load_text(self, text: str) -> None:
+        super().load_text(terminal_safe(text))
 
 
 class DiagnosePane(UsesEngine, Vertical):
@@ -172,11 +181,11 @@ class DiagnosePane(UsesEngine, Vertical):
         if self.result is None:
             return
         if match is None:
-            notes = "\n".join(f"• {escape(n)}" for n in self.result.notes)
+            notes = [fill("• $note", note=n) for n in self.result.notes]
             hint = "No known problem matches this input well enough."
             if self.engine is not None and self.engine.model_state == "loading":
                 hint = "The rules found nothing; semantic search runs as soon as the embedding model has loaded."
-            detail.show_hint(f"{hint}\n\n{notes}")
+            detail.show_hint(lines([hint, "", *notes]))
             view.set_marks([])
             return
         detail.show(match, self.result)

@@ -7,11 +7,13 @@ import shlex
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
-from textual.markup import escape
+from textual.content import Content
 from textual.widgets import Markdown, OptionList, Static
 from textual.widgets.option_list import Option
 
+from kb.render_text import terminal_safe
 from kb.result import Match, Result
+from tui.safe_text import fill, lines
 
 _VERDICT_STYLE = {"match": "bold green", "possible": "yellow"}
 _CONDITION = {
@@ -26,7 +28,7 @@ def match_prompt(match: Match) -> Text:
     return Text.assemble(
         (f"{match.verdict:<8}", _VERDICT_STYLE[match.verdict]),
         (f" {match.confidence:.2f} ", "bold"),
-        match.title,
+        terminal_safe(match.title),
     )
 
 
@@ -74,17 +76,18 @@ class MatchDetail(VerticalScroll, can_focus=True):
         yield Markdown(id="detail-cause")
         yield Static(id="detail-body")
 
-    def show_hint(self, text: str) -> None:
+    def show_hint(self, text: Content | str) -> None:
         self.query_one("#detail-head", Static).update(text)
         self.query_one("#detail-cause", Markdown).update("")
         self.query_one("#detail-body", Static).update("")
 
     def show(self, match: Match, result: Result) -> None:
-        head = (
-            f"[b]{escape(match.title)}[/b]\n"
-            f"[$text-muted]{escape(match.id)} · {escape(match.area)}[/] · "
-            f"{'[$text-success]match[/]' if match.verdict == 'match' else '[$text-warning]possible[/]'}"
-            f" {match.confidence:.2f}"
+        verdict = "[$text-success]match[/]" if match.verdict == "match" else "[$text-warning]possible[/]"
+        head = fill(
+            "[b]$title[/b]\n[$text-muted]$id · $area[/] · " + verdict + f" {match.confidence:.2f}",
+            title=match.title,
+            id=match.id,
+            area=match.area,
         )
         self.query_one("#detail-head", Static).update(head)
         self.query_one("#detail-cause", Markdown).update(match.cause.strip())
@@ -92,42 +95,49 @@ class MatchDetail(VerticalScroll, can_focus=True):
         self.scroll_home(animate=False)
 
 
-def detail_body(match: Match, result: Result) -> str:
-    """The part of the detail after the cause, as Textual markup (everything from the input escaped)."""
-    parts: list[str] = []
+def detail_body(match: Match, result: Result) -> Content:
+    """The part of the detail after the cause: layout in markup, everything from the input as plain text."""
+    parts: list[Content | str] = []
     if match.conditions:
         parts.append("[b]Conditions[/b]")
-        parts += [f" {_CONDITION[c.status]} {escape(c.text)}" for c in match.conditions]
+        parts += [fill(f" {_CONDITION[c.status]} $text", text=c.text) for c in match.conditions]
     version = result.verl_version_used
     if match.overrides:
         parts.append("")
         where = f"verl {version}" if version else "each verl range (no verl version found in the input)"
-        parts.append(f"[b]Fix for {escape(where)}[/b]  [$text-muted](c copies)[/]")
+        parts.append(fill("[b]Fix for $where[/b]  [$text-muted](c copies)[/]", where=where))
         for o in match.overrides:
-            suffix = "" if version else f"  [$text-muted]# verl {escape(o.verl)}[/]"
-            parts.append(f"  [$text-accent]{escape(o.line)}[/]{suffix}")
+            suffix = "" if version else "  [$text-muted]# verl $verl[/]"
+            parts.append(fill("  [$text-accent]$line[/]" + suffix, line=o.line, verl=o.verl))
     if match.env:
         parts.append("")
         parts.append("[b]Environment[/b]")
         for e in match.env:
-            parts.append(f"  [$text-accent]export {escape(e.line)}[/]")
+            parts.append(fill("  [$text-accent]export $line[/]", line=e.line))
             if e.note:
-                parts.append(f"    [$text-muted]{escape(e.note)}[/]")
+                parts.append(fill("    [$text-muted]$note[/]", note=e.note))
     if match.actions:
         parts.append("")
         parts.append("[b]Actions[/b]")
-        parts += [f"  • {escape(a)}" for a in match.actions]
+        parts += [fill("  • $action", action=a) for a in match.actions]
     if match.evidence:
         parts.append("")
         parts.append("[b]Evidence[/b]  [$text-muted](n/p in the input)[/]")
         for ev in match.evidence:
             where = f"line {ev.line_no}" if ev.line_no else (f"steps {ev.steps[0]}-{ev.steps[1]}" if ev.steps else "")
-            parts.append(f"  [$text-warning]{escape(where):>9}[/] {escape(ev.kind)}: {escape(ev.text.strip()[:300])}")
+            parts.append(
+                fill(
+                    "  [$text-warning]$where[/] $kind: $text",
+                    where=f"{where:>9}",
+                    kind=ev.kind,
+                    text=ev.text.strip()[:300],
+                )
+            )
     if match.sources:
         parts.append("")
         parts.append("[b]Sources[/b]")
-        parts += [f"  {escape(s)}" for s in match.sources]
-    return "\n".join(parts)
+        parts += [fill("  $source", source=s) for s in match.sources]
+    return lines(parts)
 
 
 __all__ = ["MatchDetail", "ResultsList", "copy_text", "detail_body", "match_prompt"]

@@ -11,12 +11,14 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.markup import escape
+from textual.content import Content
 from textual.widgets import ContentSwitcher, DirectoryTree, Input, OptionList, ProgressBar, Static
 from textual.widgets.option_list import Option
 from textual.worker import get_current_worker
 
+from kb.render_text import terminal_safe
 from tui.engine import DoctorEngine, UsesEngine
+from tui.safe_text import fill, lines
 from tui.widgets.diagnose.results import copy_text, detail_body
 
 if TYPE_CHECKING:
@@ -30,43 +32,45 @@ def finding_prompt(finding: Finding) -> Text:
     count = finding.incident.count if finding.incident else 1
     return Text.assemble(
         (f"{finding.severity:<8} ", _SEVERITY_STYLE.get(finding.severity, "")),
-        finding.title,
+        terminal_safe(finding.title),
         (f"  ({count} times)" if count > 1 else "", "dim"),
     )
 
 
-def finding_markup(finding: Finding) -> tuple[str, str, str]:
-    """The drill-down of one finding as Textual markup: (where and how often, the excerpt with its
-    evidence lines marked, the diagnosis)."""
-    head = [f"[b]{escape(finding.title)}[/b]", f"[$text-muted]{finding.id} · {finding.kind} · {finding.severity}[/]"]
+def finding_markup(finding: Finding) -> tuple[Content, Content, Content]:
+    """The drill-down of one finding: (where and how often, the excerpt with its evidence lines marked, the
+    diagnosis). Layout in Textual markup; every piece of the input (titles, lines, file names) plain text."""
+    head: list[Content | str] = [
+        fill("[b]$title[/b]", title=finding.title),
+        fill("[$text-muted]$id · $kind · $severity[/]", id=finding.id, kind=finding.kind, severity=finding.severity),
+    ]
     if finding.caused_by:
-        head.append(f"[$text-muted]follows from {escape(finding.caused_by)}[/]")
-    excerpt: list[str] = []
-    body: list[str] = []
+        head.append(fill("[$text-muted]follows from $cause[/]", cause=finding.caused_by))
+    excerpt: list[Content | str] = []
+    body: list[Content | str] = []
     inc = finding.incident
     if inc is not None:
         times = f"{inc.count} times" if inc.count > 1 else "once"
         ranks = f" on rank(s) {', '.join(map(str, inc.ranks[:16]))}" if inc.ranks else ""
         files = f" in {len(inc.files)} files" if len(inc.files) > 1 else ""
-        head.append(f"{times}{escape(ranks)}{files}; first at {escape(inc.first.file)}:{inc.first.line}")
+        head.append(fill("$where", where=f"{times}{ranks}{files}; first at {inc.first.file}:{inc.first.line}"))
         if inc.time:
-            head.append(f"[$text-muted]{escape(inc.time)}[/]")
+            head.append(fill("[$text-muted]$time[/]", time=inc.time))
         match = inc.diagnosis.matches[0] if inc.diagnosis.matches else None
         marked = {ev.line_no for ev in match.evidence if ev.line_no} if match else set()
         width = len(str(inc.excerpt_start + len(inc.excerpt)))
         for i, line in enumerate(inc.excerpt[:200]):
-            no = inc.excerpt_start + i
-            text = escape(line[:500])
+            no = f"{inc.excerpt_start + i:>{width}}"
             if i + 1 in marked:
-                excerpt.append(f"[$text-warning]▶{no:>{width}}[/] [on $warning 20%]{text}[/]")
+                excerpt.append(fill("[$text-warning]▶$no[/] [on $warning 20%]$text[/]", no=no, text=line[:500]))
             else:
-                excerpt.append(f"[$text-muted] {no:>{width}}[/] {text}")
+                excerpt.append(fill("[$text-muted] $no[/] $text", no=no, text=line[:500]))
         if match is not None:
             verdict = "[$text-success]match[/]" if match.verdict == "match" else "[$text-warning]possible[/]"
             body += [
                 f"[b]Diagnosis[/b]  {verdict} {match.confidence:.2f}  [$text-muted](o opens the entry)[/]",
-                f"[b]{escape(match.title)}[/b]",
-                escape(match.cause.strip().split("\n\n")[0]),
+                fill("[b]$title[/b]", title=match.title),
+                fill("$cause", cause=match.cause.strip().split("\n\n")[0]),
                 "",
                 detail_body(match, inc.diagnosis),
             ]
@@ -74,14 +78,14 @@ def finding_markup(finding: Finding) -> tuple[str, str, str]:
             body.append("[$text-muted]No known problem matches this incident.[/]")
     elif finding.metric is not None:
         m = finding.metric
-        body += [f"[b]{escape(m.title)}[/b]", escape(m.cause.strip().split("\n\n")[0]), ""]
+        body += [fill("[b]$title[/b]", title=m.title), fill("$cause", cause=m.cause.strip().split("\n\n")[0]), ""]
         body.append(detail_body(m, _result_for(m)))
     elif finding.override is not None:
         ov = finding.override
-        body += [f"[b]{escape(ov.text)}[/b]", escape(ov.message)]
+        body += [fill("[b]$text[/b]", text=ov.text), fill("$message", message=ov.message)]
         if ov.suggestion:
-            body.append(f"use: [$text-accent]{escape(ov.suggestion)}[/]")
-    return "\n".join(head), "\n".join(excerpt), "\n".join(body)
+            body.append(fill("use: [$text-accent]$suggestion[/]", suggestion=ov.suggestion))
+    return lines(head), lines(excerpt), lines(body)
 
 
 def _result_for(match: Any) -> Any:
@@ -215,7 +219,7 @@ class JobsPane(UsesEngine, Vertical):
             return
         bar = self.query_one(ProgressBar)
         bar.update(total=None, progress=0)
-        status.update(f"scanning {path}…")
+        status.update(fill("scanning $path…", path=path))
         self.query_one("#jobs-findings", OptionList).clear_options()
         self._run_scan(engine, path)
 
@@ -242,7 +246,7 @@ class JobsPane(UsesEngine, Vertical):
         self.query_one("#jobs-status", Static).update(f"scanning: {done / 1e6:.1f} of {total / 1e6:.1f} MB…")
 
     def _failed(self, message: str) -> None:
-        self.query_one("#jobs-status", Static).update(f"scan failed: {escape(message)}")
+        self.query_one("#jobs-status", Static).update(fill("scan failed: $message", message=message))
         self.notify(message, title="Scan failed", severity="error")
 
     def _show(self, report: ScanReport) -> None:
@@ -264,7 +268,8 @@ class JobsPane(UsesEngine, Vertical):
         else:
             findings.add_option(Option("No problems found.", disabled=True))
         for sk in report.skipped:
-            findings.add_option(Option(Text(f"skipped  {sk.path}: {sk.reason}", style="dim"), disabled=True))
+            skipped = terminal_safe(f"skipped  {sk.path}: {sk.reason}")
+            findings.add_option(Option(Text(skipped, style="dim"), disabled=True))
         self._show_current()
         findings.focus()
 
@@ -308,7 +313,7 @@ class JobsPane(UsesEngine, Vertical):
             status.update(f"stopped following · {len(self.findings)} finding(s)")
         else:
             bar.update(total=None)
-            status.update(f"following {escape(str(path))} · f stops")
+            status.update(fill("following $path · f stops", path=path))
 
     @work(thread=True, exclusive=True, group="follow")
     def _follow(self, engine: DoctorEngine, path: Path, interval: float = 1.0) -> None:
@@ -349,7 +354,7 @@ class JobsPane(UsesEngine, Vertical):
         else:
             self.notify(f"{len(fresh)} new findings", title="Following")
         self.query_one("#jobs-status", Static).update(
-            f"following {escape(str(self.following))} · {len(self.findings)} finding(s) · f stops"
+            fill(f"following $path · {len(self.findings)} finding(s) · f stops", path=self.following)
         )
 
     def _show_current(self) -> None:

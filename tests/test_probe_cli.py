@@ -1,0 +1,78 @@
+"""Attack and bad-input probes against the command line, run as a real process (issue 13)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import GOOD_FRONT, REPO, entry_text
+from tests.server_harness import free_port
+
+FAILURE = REPO / "tests" / "eval" / "verl_runs" / "hydra_ray_init_old_key" / "output.log"
+ENV = {**os.environ, "NO_COLOR": "1", "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+
+
+def verl_doctor(*args: str, stdin: bytes | None = None, timeout: float = 120) -> subprocess.CompletedProcess[bytes]:
+    exe = Path(sys.executable).parent / "verl-doctor"
+    cmd = [str(exe)] if exe.exists() else [sys.executable, "-c", "from kb.cli import main; main()"]
+    return subprocess.run(
+        [*cmd, *args], input=stdin, capture_output=True, timeout=timeout, cwd=REPO, env=ENV, check=False
+    )
+
+
+@pytest.mark.parametrize("token", [" ", "", "short", " padded-token-0123456789 "])
+def test_serve_refuses_blank_or_short_tokens(token: str) -> None:
+    """Refused at once with exit 2, instead of serving (the timeout bounds the test if it does serve)."""
+    proc = verl_doctor("serve", "--no-semantic", "--port", str(free_port()), "--token", token, timeout=60)
+    assert proc.returncode == 2, proc.stderr.decode()[-2000:]
+    assert "--token" in proc.stderr.decode()
+
+
+REDOS_FRONT = GOOD_FRONT.replace(
+    "    check: {{env: SLURM_JOB_ID, present: true}}", "    check: {{text: '^(a+)+$'}}"
+).format(id="ray-register", area="ray")
+
+
+def test_corpus_condition_regex_cannot_hang(make_corpus: Callable[..., Path], tmp_path: Path) -> None:
+    """A condition regex that backtracks exponentially: validate refuses it, and match/scan stay bounded."""
+    root = make_corpus({"ray/ray-register.md": entry_text(REDOS_FRONT)})
+    check = verl_doctor("corpus", "validate", "--corpus", str(root), timeout=120)
+    assert check.returncode == 1, check.stdout.decode() + check.stderr.decode()
+    assert "(a+)+" in (check.stdout + check.stderr).decode()
+    log = tmp_path / "run.log"
+    log.write_text("Unable to register worker with raylet\n" + ("a" * 60 + "!\n") * 50)
+    for args in (["match", "--no-semantic", str(log)], ["scan", str(log)]):
+        proc = verl_doctor(*args, "--corpus", str(root), timeout=60)  # stdlib re here never returns
+        assert proc.returncode in (0, 1), proc.stderr.decode()[-2000:]
+        assert "ray-register" in proc.stdout.decode()
+
+
+OSC52 = "\x1b]52;c;ZWNobyBwd25lZA==\x07"  # writes "echo pwned" to the clipboard
+CLEAR = "\x1b[2J\x1b[H"
+
+
+def test_match_and_scan_print_no_control_sequences(tmp_path: Path) -> None:
+    """Input lines (match) and file names (scan) reach the terminal without their escape sequences."""
+    lines = FAILURE.read_text().splitlines()
+    poisoned = [f"{OSC52}{CLEAR}{line}\x9b31m\r" if "ray_init" in line else line for line in lines]
+    log = tmp_path / "poisoned.log"
+    log.write_text("\n".join(poisoned) + "\n")
+    job = tmp_path / "job"
+    job.mkdir()
+    (job / f"run{CLEAR}{OSC52}.log").write_text("\n".join(poisoned) + "\n")
+    (job / "bad\x1b]0;title\x07.log").write_bytes(b"\x00\x01\x02" * 4000)  # binary: listed as skipped
+    for args in (["match", "--no-semantic", str(log)], ["scan", str(job)], ["scan", "--markdown", str(job)]):
+        proc = verl_doctor(*args)
+        assert proc.returncode in (0, 1), proc.stderr.decode()[-2000:]
+        out = proc.stdout + proc.stderr
+        assert b"ray-init-num-cpus-renamed" in proc.stdout, args
+        for bad in (b"\x1b", b"\x07", b"\xc2\x9b", b"\r"):
+            assert bad not in out, (args, bad)
+    overrides = verl_doctor("check-overrides", "--", f"ray_init.num_cpus=16{OSC52}", "[/]x=1")
+    assert b"\x1b" not in overrides.stdout + overrides.stderr
+    assert overrides.returncode == 1, overrides.stderr.decode()[-2000:]
