@@ -72,9 +72,11 @@ def render_value(value: Any) -> str:
 
 
 def render_override(key: str, value: Any, version: str) -> str:
-    """``key=value`` or ``+key=value`` as the given verl release needs it."""
+    """``key=value`` or ``+key=value`` as the given verl release needs it, quoted for a POSIX shell where
+    the shell would change it (a list's brackets are a glob, a Hydra-quoted string's quotes would go), so
+    the line a user pastes reaches Hydra as written."""
     info = classify(key, version)
-    return f"{info.prefix}{key}={render_value(value)}"
+    return shlex.quote(f"{info.prefix}{key}={render_value(value)}")
 
 
 def parse_override(text: str) -> ParsedOverride | None:

@@ -10,8 +10,6 @@ from pydantic import BaseModel
 from rich.console import Console
 from rich.markdown import Markdown
 from rich.markup import escape
-from rich.table import Table
-from rich.text import Text
 
 from kb.entry import Entry
 from kb.overrides import OverrideReport, render_override
@@ -124,14 +122,14 @@ def overrides_by_version(entry: Entry, version: str | None) -> list[tuple[str, s
 def render_entry(entry: Entry, version: str | None, out: Console | None = None) -> None:
     out = out or console()
     m = entry.meta
-    out.rule(f"{m.id}  [{m.area}]")
+    out.rule(escape(f"{m.id}  [{m.area}]"))
     out.print(m.title, style="bold", markup=False)
     out.print(f"verl {m.verl}", markup=False)
     if m.fix.overrides:
-        table = Table("verl", "override", box=None, pad_edge=False)
+        # One line per override, never a table cell: a line someone pastes is never cut or wrapped.
         for spec, line in overrides_by_version(entry, version):
-            table.add_row(Text(spec), Text(line))
-        out.print(table)
+            out.print(line, end="", markup=False, soft_wrap=True)
+            out.print(f"   # verl {spec}", style="dim", markup=False, soft_wrap=True)
     for env in m.fix.env:
         out.print(
             f"export {env.name}={shlex.quote(env.value)}" + (f"   # {env.note}" if env.note else ""), markup=False

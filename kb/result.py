@@ -18,7 +18,9 @@ class ConditionResult(BaseModel):
 class RenderedOverride(BaseModel):
     key: str
     value: str
-    line: str = Field(description="the override as typed on the command line, with '+' where needed")
+    line: str = Field(
+        description="the override as typed on the command line: '+' where needed, quoted for a POSIX shell where needed"
+    )
     verl: str = Field(description="the verl versions this line applies to")
 
 

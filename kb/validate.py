@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import os
+import shlex
 from collections import defaultdict
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -12,7 +14,7 @@ from kb.corpus import Corpus, CorpusError, EntryProblem, load_corpus
 from kb.corpus_files import iter_entry_files
 from kb.entry import Entry, TextCheck
 from kb.keysets import KeyStatus, classify
-from kb.overrides import close_keys
+from kb.overrides import close_keys, render_override, render_value
 from kb.patterns import PatternError, PatternSet, check_linear
 from kb.versions import KNOWN_RELEASES, parse_version, releases_in
 
@@ -154,6 +156,65 @@ def check_overrides_of(entry: Entry, lines: dict[tuple[object, ...], int]) -> li
     return problems
 
 
+def _hydra_parser() -> Any:
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    return OverridesParser.create()
+
+
+def check_override_lines(entry: Entry, lines: dict[tuple[object, ...], int]) -> list[EntryProblem]:
+    """Every line an entry renders, for every release it covers, must survive a POSIX shell's word
+    splitting as one word, and Hydra's override grammar must read back the key, its '+', and the value."""
+    from hydra.errors import HydraException
+
+    parser = _hydra_parser()
+    problems = []
+    entry_releases = set(releases_in(entry.meta.verl))
+    for i, ov in enumerate(entry.meta.fix.overrides):
+        line_no = _line(lines, "fix", "overrides", i, "value")
+        if isinstance(ov.value, str) and ov.value.strip()[:1] in ("[", "{"):
+            problems.append(
+                EntryProblem(
+                    _rel(entry),
+                    line_no,
+                    f"override {ov.key}: the value {ov.value!r} is a string, which Hydra would keep as a string; "
+                    "write a list as a YAML list (value: [console, wandb])",
+                )
+            )
+            continue
+        for release in (r for r in releases_in(ov.verl) if r in entry_releases):
+            line = render_override(ov.key, ov.value, release)
+            try:
+                words = shlex.split(line)
+            except ValueError as exc:
+                words, why = [], str(exc)
+            else:
+                why = f"{len(words)} words"
+            if len(words) != 1:
+                message = f"{release}: `{line}` is not one shell word ({why})"
+                problems.append(EntryProblem(_rel(entry), line_no, message))
+                break
+            try:
+                parsed = parser.parse_override(words[0])
+            except HydraException as exc:
+                message = f"{release}: Hydra cannot parse `{line}`: {str(exc).splitlines()[0]}"
+                problems.append(EntryProblem(_rel(entry), line_no, message))
+                break
+            prefix = classify(ov.key, release).prefix
+            value = parsed.value()
+            if parsed.get_key_element() != f"{prefix}{ov.key}" or render_value(value) != render_value(ov.value):
+                problems.append(
+                    EntryProblem(
+                        _rel(entry),
+                        line_no,
+                        f"{release}: Hydra reads `{line}` as {parsed.get_key_element()}={value!r}, "
+                        f"not {prefix}{ov.key}={ov.value!r}",
+                    )
+                )
+                break
+    return problems
+
+
 def check_fixed_in(entry: Entry, lines: dict[tuple[object, ...], int]) -> list[EntryProblem]:
     """A known bug's ``verl`` range is its affected releases: some known release in it, none from the fix on."""
     fixed = entry.meta.fixed_in
@@ -223,6 +284,7 @@ def validate_corpus(root: Path, fixtures_dir: Path | None = None) -> tuple[Corpu
         lines = lines_of[entry.id]
         problems += check_overrides_of(entry, lines)
         problems += check_fixed_in(entry, lines)
+        problems += check_override_lines(entry, lines)
         problems += check_fixtures(entry, fixtures)
         for i, rel in enumerate(entry.meta.related):
             if rel not in known_ids:

@@ -55,8 +55,8 @@ def test_onnx_vectors_equal_sentence_transformers(embedders: tuple[Embedder, Emb
 def test_a_question_is_answered_without_importing_torch(embedders: tuple[Embedder, Embedder]) -> None:
     code = (
         "import sys\n"
-        "from kb.cli import build_diagnoser\n"
-        f"d = build_diagnoser({str(REPO / 'corpus')!r})\n"
+        "from indexer import load_diagnoser\n"
+        f"d = load_diagnoser({str(REPO / 'corpus')!r}, issues=False)\n"
         "r = d.diagnose('how do I stop ray workers failing to register with the raylet on slurm?')\n"
         "print(r.matches[0].id if r.matches else '-', d.retriever.embedder.backend)\n"
         "print(sorted(m for m in ('torch', 'sentence_transformers', 'transformers') if m in sys.modules))\n"

@@ -26,9 +26,9 @@ TOKEN = "probe-token-0123456789abcdef"
 @pytest.fixture(scope="module")
 def plain_diagnoser():  # type: ignore[no-untyped-def]
     """Rules and lexical search only: these probes need no embedding model."""
-    from kb.cli import build_diagnoser
+    from indexer import load_diagnoser
 
-    return build_diagnoser(str(CORPUS), semantic=False)
+    return load_diagnoser(CORPUS, semantic=False, issues=False)
 
 
 @pytest.fixture(scope="module")
