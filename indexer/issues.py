@@ -215,7 +215,7 @@ def clear_archives() -> int:
 
 
 class ActiveArchive:
-    """The active archive as an :class:`kb.issues.IssueSearcher` that follows imports: when ``active.json``
+    """The active archive as an :class:`kb.retriever.IssueSearcher` that follows imports: when ``active.json``
     changes (a new ``verl-doctor issues import``, or ``issues clear``), the next search loads the new one."""
 
     def __init__(self, embedder: Callable[[], Embedder | None] | None = None) -> None:

@@ -17,7 +17,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, field_validator
 
-from kb.engine import Diagnoser, is_question, rendered_env, rendered_overrides
+from kb.distill import is_question
+from kb.engine import Diagnoser, rendered_env, rendered_overrides
 from kb.entry import Entry
 from kb.llm import Grounding, LLMClient, LLMError, check_reply
 from kb.loglines import Line, split_lines

@@ -8,8 +8,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from kb.corpus import Corpus
+from kb.distill import distill, is_question
 from kb.entry import Entry
-from kb.issues import IssueSearcher
 from kb.loglines import Line, split_lines
 from kb.overrides import render_override, render_value
 from kb.result import (
@@ -23,7 +23,7 @@ from kb.result import (
     SignalsSummary,
     SimilarIssue,
 )
-from kb.retriever import Retriever
+from kb.retriever import IssueSearcher, Retriever
 from kb.rules import RuleEngine, check_condition
 from kb.signals import Signals, extract_signals
 from kb.versions import KNOWN_RELEASES, VersionError, in_range, parse_version
@@ -47,39 +47,6 @@ class Candidate:
     lexical: float = 0.0
     evidence: list[Evidence] | None = None
     question: bool = False
-
-
-def distill(lines: list[Line], signals: Signals, max_chars: int = 1200) -> str:
-    """The part of an input worth embedding: exceptions, Hydra errors, verl frames, error-looking lines.
-
-    A plain question (no exception, few lines) is returned as it is.
-    """
-    if is_question(lines, signals):
-        return " ".join(ln.text.strip() for ln in lines)[:max_chars]
-    parts: list[str] = []
-    for exc in signals.exceptions[-3:]:
-        parts.append(f"{exc.type}: {exc.message}")
-    for h in signals.hydra[:3]:
-        parts.append(lines_by_no(lines, h.line_no))
-    verl_frames = [f for f in signals.frames if f.is_verl][-3:]
-    parts += [f"{f.path.split('/verl/')[-1]} {f.function}" for f in verl_frames]
-    if len(" ".join(parts)) < 200:
-        keywords = ("error", "Error", "failed", "Failed", "Exception", "refused", "timeout", "killed", "WARN")
-        parts += [ln.text.strip() for ln in lines if any(k in ln.text for k in keywords)][-5:]
-    text = " ".join(dict.fromkeys(p for p in parts if p))
-    if not text:
-        text = " ".join(ln.text.strip() for ln in lines[-10:])
-    return text[:max_chars]
-
-
-def is_question(lines: list[Line], signals: Signals) -> bool:
-    """Words rather than output: no exception, no Hydra error, no metrics, a few lines."""
-    return not (signals.exceptions or signals.hydra or signals.metrics or signals.frames) and len(lines) <= 6
-
-
-def lines_by_no(lines: list[Line], no: int) -> str:
-    idx = no - (lines[0].no if lines else 1)
-    return lines[idx].text.strip() if 0 <= idx < len(lines) else ""
 
 
 def _semantic_confidence(sim: float) -> float:

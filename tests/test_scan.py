@@ -13,8 +13,9 @@ import pytest
 
 from kb.scan import ScanReport, scan_paths
 from kb.scan.files import discover
-from kb.scan.filescan import FileScanner, SegmentResult
+from kb.scan.filescan import FileScanner
 from kb.scan.reader import ReadError, ReadState, iter_spans
+from kb.scan.segments import SegmentResult
 from tests.scan_jobdir import (
     build_bad_input_job,
     build_cascade_job,

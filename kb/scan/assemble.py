@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kb.scan.files import Job, JobFile
-from kb.scan.filescan import MAX_LOCATIONS, SegmentResult
 from kb.scan.incidents import build_incidents, merge_groups
 from kb.scan.job import check_job_overrides, evaluate_metrics, gather_facts, merge_series
 from kb.scan.report import (
@@ -20,7 +19,7 @@ from kb.scan.report import (
     ScanReport,
     SkippedFile,
 )
-from kb.scan.runner import merge_segments
+from kb.scan.segments import MAX_LOCATIONS, SegmentResult, merge_segments
 
 if TYPE_CHECKING:
     from kb.engine import Diagnoser

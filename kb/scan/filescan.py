@@ -22,6 +22,7 @@ from typing import Any
 
 from kb.loglines import EXCEPTION_LINE, STEP_ITEM, STEP_LINE, WRAPPER_EXCEPTIONS, clean_line, parse_number
 from kb.scan.database import Marker, ScanDatabase
+from kb.scan.segments import MAX_LOCATIONS, BlockGroup, SegmentResult, TimeKey
 
 BEFORE = 6  # context lines kept before the first anchor of a block
 AFTER = 6  # context lines kept after the last anchor
@@ -29,7 +30,6 @@ TRACEBACK_AFTER = 250  # a traceback keeps its block open this long, or until it
 MAX_BLOCK_LINES = 400
 MAX_BLOCK_BYTES = 256 * 1024
 LINE_CUT = 8192  # block lines are cut here, as the engine does
-MAX_LOCATIONS = 20  # line numbers kept per group and file
 MAX_ENV_LINES = 300
 HYDRA_ANNOUNCES = "Error executing job with overrides"
 TAIL_BYTES = 32 * 1024
@@ -78,7 +78,6 @@ _MASK = [
     (re.compile(r"\s+"), " "),
 ]
 
-TimeKey = tuple[int, int, int, int, int, float]
 Buffer = bytes | bytearray
 
 
@@ -105,64 +104,6 @@ def find_rank(text: str) -> int | None:
     if not m:
         return None
     return int(next(g for g in m.groups() if g is not None))
-
-
-@dataclass
-class BlockGroup:
-    """Every block of one file (segment) with the same signature."""
-
-    signature: str
-    kind: str  # error | cascade | notice
-    title: str
-    text: str  # the first block, lines cut at LINE_CUT
-    start_line: int  # first line of that block
-    count: int = 0
-    ranks: set[int] = field(default_factory=set)
-    lines: list[int] = field(default_factory=list)  # anchor line of each block (first MAX_LOCATIONS)
-    time: TimeKey | None = None
-    time_text: str | None = None
-    time_own: bool = False  # the timestamp is on an anchor line, not inherited from a line before it
-    first_time_line: int | None = None
-
-    def shift(self, n: int) -> None:
-        self.start_line += n
-        self.lines = [x + n for x in self.lines]
-        if self.first_time_line is not None:
-            self.first_time_line += n
-
-    def absorb(self, other: BlockGroup) -> None:
-        self.count += other.count
-        self.ranks |= other.ranks
-        self.lines = (self.lines + other.lines)[:MAX_LOCATIONS]
-        if other.time is not None and (self.time is None or other.time < self.time):
-            self.time, self.time_text, self.time_own = other.time, other.time_text, other.time_own
-
-
-@dataclass
-class SegmentResult:
-    """What one scan task returns (picklable, compact)."""
-
-    file_index: int
-    segment: int
-    lines: int = 0
-    bytes_read: int = 0
-    groups: dict[str, BlockGroup] = field(default_factory=dict)
-    metrics: dict[str, list[tuple[int, float, int]]] = field(default_factory=dict)
-    metric_keys: list[str] = field(default_factory=list)
-    env_lines: list[str] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-    skipped: str | None = None  # the whole file could not be read
-    partial: str | None = None  # read only in part, and why
-    long_lines: int = 0
-
-    def shift(self, n: int) -> None:
-        """Make line numbers absolute: ``n`` lines precede this segment in the file."""
-        if not n:
-            return
-        for g in self.groups.values():
-            g.shift(n)
-        for key, points in self.metrics.items():
-            self.metrics[key] = [(s, v, ln + n) for s, v, ln in points]
 
 
 @dataclass

@@ -17,11 +17,12 @@ from typing import TYPE_CHECKING, BinaryIO
 
 from kb.scan.assemble import assemble_job
 from kb.scan.files import JobFile, discover
-from kb.scan.filescan import FileScanner, SegmentResult
+from kb.scan.filescan import FileScanner
 from kb.scan.job import watched_metrics
 from kb.scan.reader import MAX_LINE_BYTES, SNIFF, ReadError, looks_binary, open_for_scan
 from kb.scan.report import Finding, SkippedFile
-from kb.scan.runner import merge_segments, scan_database
+from kb.scan.runner import scan_database
+from kb.scan.segments import SegmentResult, merge_segments
 from kb.scan.worker import Task, scan_task
 
 if TYPE_CHECKING:

@@ -13,8 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from kb.scan.filescan import MAX_LOCATIONS, BlockGroup, TimeKey
 from kb.scan.report import Incident, Location, Role
+from kb.scan.segments import MAX_LOCATIONS, BlockGroup, TimeKey
 from kb.signals import Signals
 
 if TYPE_CHECKING:
