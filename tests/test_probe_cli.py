@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -76,3 +77,28 @@ def test_match_and_scan_print_no_control_sequences(tmp_path: Path) -> None:
     overrides = verl_doctor("check-overrides", "--", f"ray_init.num_cpus=16{OSC52}", "[/]x=1")
     assert b"\x1b" not in overrides.stdout + overrides.stderr
     assert overrides.returncode == 1, overrides.stderr.decode()[-2000:]
+
+
+@pytest.mark.parametrize("device", ["/dev/zero", "/proc/self/pagemap"])
+def test_match_on_an_endless_file_ends(device: str) -> None:
+    if not os.access(device, os.R_OK):
+        pytest.skip(f"{device} is not readable here")
+    proc = verl_doctor("match", "--no-semantic", device, timeout=60)  # it used to read forever
+    assert proc.returncode == 2, proc.stderr.decode()[-2000:]
+    assert "binary" in proc.stderr.decode()
+
+
+def test_match_on_an_endless_pipe_stops_and_says_so() -> None:
+    exe = Path(sys.executable).parent / "verl-doctor"
+    cmd = [str(exe)] if exe.exists() else [sys.executable, "-c", "from kb.cli import main; main()"]
+    yes = subprocess.Popen(["yes", "Unable to register worker with raylet"], stdout=subprocess.PIPE)
+    try:
+        proc = subprocess.run(
+            [*cmd, "match", "--json", "--no-semantic", "-"], stdin=yes.stdout, capture_output=True, timeout=120, env=ENV
+        )
+    finally:
+        yes.kill()
+        yes.wait()
+    assert proc.returncode in (0, 1), proc.stderr.decode()[-2000:]
+    notes = json.loads(proc.stdout)["notes"]
+    assert any("stopped reading after 256 MB" in n for n in notes), notes
