@@ -102,3 +102,16 @@ def test_match_on_an_endless_pipe_stops_and_says_so() -> None:
     assert proc.returncode in (0, 1), proc.stderr.decode()[-2000:]
     notes = json.loads(proc.stdout)["notes"]
     assert any("stopped reading after 256 MB" in n for n in notes), notes
+
+
+def test_scan_json_of_file_names_that_are_not_utf8(tmp_path: Path) -> None:
+    job = tmp_path / "job"
+    job.mkdir()
+    (job / os.fsdecode(b"run\xff\xfe.log")).write_bytes(FAILURE.read_bytes())
+    (job / os.fsdecode(b"bin\xc3.log")).write_bytes(b"\x00" * 4096)
+    for fmt in ("--json", "--sarif", "--markdown", "--no-semantic"):
+        proc = verl_doctor("scan", fmt, str(job))
+        assert proc.returncode == 1, (fmt, proc.stderr.decode()[-2000:])
+        assert b"ray-init-num-cpus-renamed" in proc.stdout
+    report = json.loads(verl_doctor("scan", "--json", str(job)).stdout)
+    assert "run\\xff\\xfe.log" in {f["path"] for f in report["jobs"][0]["files"]}
