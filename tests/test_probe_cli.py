@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from collections.abc import Callable
@@ -115,3 +116,35 @@ def test_scan_json_of_file_names_that_are_not_utf8(tmp_path: Path) -> None:
         assert b"ray-init-num-cpus-renamed" in proc.stdout
     report = json.loads(verl_doctor("scan", "--json", str(job)).stdout)
     assert "run\\xff\\xfe.log" in {f["path"] for f in report["jobs"][0]["files"]}
+
+
+def test_follow_sees_a_file_truncated_and_regrown_within_one_poll(tmp_path: Path) -> None:
+    """The job rewrites its log (truncation, then more than the old size) between two polls of --follow."""
+    from tests.scan_jobdir import ACTOR_DIED, noise_lines, real_verl_output, write
+    from tests.test_scan_cli import CLI, _Lines
+
+    log = write(tmp_path / "verl_demo.log", noise_lines(50) + real_verl_output("hydra_ray_init_old_key"))
+    proc = subprocess.Popen(
+        [*CLI, "scan", "--follow", "--json", "--no-semantic", "--interval", "1.5", str(tmp_path)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=ENV,
+    )
+    assert proc.stdout is not None
+    lines = _Lines(proc.stdout)
+    try:
+        lines.wait_for(lambda f: f["entry_id"] == "ray-init-num-cpus-renamed")
+        died = "".join(f"(WorkerDict pid=99000) {ln}\n" for ln in ACTOR_DIED.splitlines())
+        rewritten = died + noise_lines(400, seed=3)
+        assert len(rewritten) > log.stat().st_size
+        with log.open("w") as fh:  # truncate and write past the old size in one go: no poll sees it short
+            fh.write(rewritten)
+        lines.wait_for(lambda f: f["entry_id"] == "ray-actor-died-unexpectedly", timeout=30)
+    finally:
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(timeout=30)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
