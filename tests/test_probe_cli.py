@@ -148,3 +148,41 @@ def test_follow_sees_a_file_truncated_and_regrown_within_one_poll(tmp_path: Path
         finally:
             if proc.poll() is None:
                 proc.kill()
+
+
+def _peak_rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def test_match_jsonl_errors_carry_the_request_id_and_long_lines_are_not_held() -> None:
+    exe = Path(sys.executable).parent / "verl-doctor"
+    cmd = [str(exe)] if exe.exists() else [sys.executable, "-c", "from kb.cli import main; main()"]
+    proc = subprocess.Popen(
+        [*cmd, "match", "--jsonl", "--no-semantic"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=ENV,
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+    try:
+        proc.stdin.write(json.dumps({"id": "empty-one", "input": ""}).encode() + b"\n")
+        proc.stdin.write(b'{"id": "huge", "input": "')  # a 300 MB line
+        chunk = b"x" * (1 << 20)
+        for _ in range(300):
+            proc.stdin.write(chunk)
+        proc.stdin.write(b'"}\n')
+        proc.stdin.write(json.dumps({"id": "last", "input": "Unable to register worker with raylet"}).encode() + b"\n")
+        proc.stdin.flush()
+        rows = [json.loads(proc.stdout.readline()) for _ in range(3)]
+        peak = _peak_rss_mb(proc.pid)
+    finally:
+        proc.stdin.close()
+        proc.wait(timeout=60)
+    assert rows[0]["id"] == "empty-one" and "empty" in rows[0]["error"]
+    assert rows[1]["line"] == 2 and "longer than" in rows[1]["error"]
+    assert rows[2]["id"] == "last" and rows[2]["matches"][0]["id"] == "ray-worker-register-raylet"
+    assert peak < 250, f"peak RSS {peak:.0f} MB: the 300 MB line was held"
