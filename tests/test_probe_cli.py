@@ -186,3 +186,34 @@ def test_match_jsonl_errors_carry_the_request_id_and_long_lines_are_not_held() -
     assert rows[1]["line"] == 2 and "longer than" in rows[1]["error"]
     assert rows[2]["id"] == "last" and rows[2]["matches"][0]["id"] == "ray-worker-register-raylet"
     assert peak < 250, f"peak RSS {peak:.0f} MB: the 300 MB line was held"
+
+
+def _warning_then_traceback(frames: int) -> tuple[str, int]:
+    """A main_ppo.log whose error block opens with a UserWarning and ends, far below, with the exception."""
+    lines = [
+        "[2026-11-30 10:00:00] starting",
+        "/usr/lib/python3/site-packages/torch/utils/_pytree.py:185: UserWarning: _register_pytree_node is deprecated",
+        "  warnings.warn(",
+        "Traceback (most recent call last):",
+    ]
+    for i in range(frames):
+        lines += [f'  File "/verl/trainer/mod{i}.py", line {i + 10}, in fn{i}', f"    call{i}()"]
+    lines.append("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has 79.15 GiB")
+    lines += ["after 1", "after 2"]
+    return "\n".join(lines) + "\n", len(lines) - 2
+
+
+@pytest.mark.parametrize("frames", [13, 120])
+def test_scan_locations_point_at_the_exception_line(tmp_path: Path, frames: int) -> None:
+    text, exc_line = _warning_then_traceback(frames)
+    (tmp_path / "main_ppo.log").write_text(text)
+    sarif = json.loads(verl_doctor("scan", "--sarif", "--no-semantic", str(tmp_path)).stdout)
+    starts = [
+        loc["physicalLocation"]["region"]["startLine"] for r in sarif["runs"][0]["results"] for loc in r["locations"]
+    ]
+    assert exc_line in starts, (starts, exc_line)
+    report = json.loads(verl_doctor("scan", "--json", "--no-semantic", str(tmp_path)).stdout)
+    incident = next(f["incident"] for f in report["findings"] if f["incident"] and "OutOfMemory" in f["title"])
+    assert incident["first"]["line"] == exc_line
+    shown = incident["excerpt"][exc_line - incident["excerpt_start"]]  # the excerpt is numbered as the file
+    assert shown.startswith("torch.OutOfMemoryError"), shown

@@ -61,7 +61,7 @@ def finding_markup(finding: Finding) -> tuple[Content, Content, Content]:
         width = len(str(inc.excerpt_start + len(inc.excerpt)))
         for i, line in enumerate(inc.excerpt[:200]):
             no = f"{inc.excerpt_start + i:>{width}}"
-            if i + 1 in marked:
+            if inc.excerpt_start + i in marked:  # evidence lines are file lines
                 excerpt.append(fill("[$text-warning]▶$no[/] [on $warning 20%]$text[/]", no=no, text=line[:500]))
             else:
                 excerpt.append(fill("[$text-muted] $no[/] $text", no=no, text=line[:500]))
