@@ -217,3 +217,17 @@ def test_scan_locations_point_at_the_exception_line(tmp_path: Path, frames: int)
     assert incident["first"]["line"] == exc_line
     shown = incident["excerpt"][exc_line - incident["excerpt_start"]]  # the excerpt is numbered as the file
     assert shown.startswith("torch.OutOfMemoryError"), shown
+
+
+def test_scan_of_a_directory_without_logs_says_so(tmp_path: Path) -> None:
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    only_ckpt = tmp_path / "ckpt"
+    (only_ckpt / "global_step_10").mkdir(parents=True)
+    (only_ckpt / "global_step_10" / "model.pt").write_bytes(b"\x00" * 10)
+    for target in (empty, only_ckpt):
+        for fmt in ([], ["--json"], ["--sarif"]):
+            proc = verl_doctor("scan", "--no-semantic", *fmt, str(target))
+            assert proc.returncode == 2, (target, fmt, proc.stdout.decode()[-500:])
+            assert "no logs found" in proc.stderr.decode()
+            assert b"No problems found" not in proc.stdout

@@ -135,3 +135,12 @@ class ScanReport(BaseModel):
     skipped: list[SkippedFile] = Field(default_factory=list)
     stats: ScanStats = Field(default_factory=ScanStats)
     notes: list[str] = Field(default_factory=list)
+
+
+def nothing_read(report: ScanReport) -> str | None:
+    """Why a scan that read no log at all and found nothing is no answer ("no problems" would be wrong), or
+    None when it read something or found something."""
+    if report.stats.files or report.findings:
+        return None
+    where = ", ".join(report.paths)
+    return f"no logs found in {where}: nothing to scan (a job writes *.log, *.out/err, Ray session logs)"

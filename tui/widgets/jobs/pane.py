@@ -256,7 +256,8 @@ class JobsPane(UsesEngine, Vertical):
         bar = self.query_one(ProgressBar)
         bar.update(total=1, progress=1)
         skipped = f" · {len(report.skipped)} skipped" if report.skipped else ""
-        found = f"{len(report.findings)} finding(s)" if report.findings else "no problems"
+        empty = not report.findings and not s.files
+        found = f"{len(report.findings)} finding(s)" if report.findings else "no logs found" if empty else "no problems"
         self.query_one("#jobs-status", Static).update(
             f"{found} · {s.files} file(s) · {s.lines} lines · {s.seconds:.1f} s{skipped}"
         )
@@ -266,7 +267,7 @@ class JobsPane(UsesEngine, Vertical):
             findings.add_options([Option(finding_prompt(f), id=f.id) for f in report.findings])
             findings.highlighted = 0
         else:
-            findings.add_option(Option("No problems found.", disabled=True))
+            findings.add_option(Option("No logs found here." if empty else "No problems found.", disabled=True))
         for sk in report.skipped:
             skipped = terminal_safe(f"skipped  {sk.path}: {sk.reason}")
             findings.add_option(Option(Text(skipped, style="dim"), disabled=True))
