@@ -136,7 +136,8 @@ def test_jsonl_batch_mode(runner):
     result = runner.invoke(main, ["match", "--jsonl", "--no-semantic"], input=requests + "\n")
     rows = [json.loads(line) for line in result.output.splitlines()]
     assert rows[0]["id"] == "a" and rows[0]["matches"][0]["id"] == "ray-worker-register-raylet"
-    assert "error" in rows[1] and rows[2]["id"] == 3 and "empty" in rows[2]["error"]
+    assert "error" in rows[1] and rows[1]["id"] is None and rows[1]["line"] == 2
+    assert rows[2]["id"] == "c" and rows[2]["line"] == 3 and "empty" in rows[2]["error"]  # the request's own id
 
 
 def test_rules_only_path_never_imports_the_model(tmp_path):

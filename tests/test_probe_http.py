@@ -5,6 +5,7 @@ Each test reproduces one defect through HTTP; all of them are bounded in time an
 
 from __future__ import annotations
 
+import os
 import shutil
 import socket
 from collections.abc import Iterator
@@ -46,6 +47,10 @@ def roots(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (job / "main_ppo.log").symlink_to(outside / "secret.txt")
     (job / "ray").symlink_to(outside / "logs", target_is_directory=True)
     (job / "inside.log").symlink_to(job / "output.log")  # a link that stays inside is fine
+    undecodable = root / "job-bytes"
+    undecodable.mkdir()
+    shutil.copy(FAILURE, os.fsdecode(bytes(undecodable) + b"/run\xff\xfe.log"))
+    (undecodable / os.fsdecode(b"bin\xc3.log")).write_bytes(b"\x00" * 4096)  # skipped as binary
     return root
 
 
@@ -147,3 +152,11 @@ def test_allowed_hosts_are_configurable(plain_diagnoser) -> None:  # type: ignor
         }
         headers = {"Accept": "application/json, text/event-stream", "Host": "doctor.internal"}
         assert httpx.post(f"{base}/mcp", json=init, headers=headers, timeout=10).status_code == 200
+
+
+def test_scan_of_file_names_that_are_not_utf8(api: str) -> None:
+    r = httpx.post(f"{api}/v1/scan", json={"path": "job-bytes"}, timeout=120)
+    assert r.status_code == 200, r.text
+    report = r.json()
+    assert "run\\xff\\xfe.log" in {f["path"] for job in report["jobs"] for f in job["files"]}
+    assert "ray-init-num-cpus-renamed" in r.text

@@ -54,6 +54,9 @@ def build_report(
         report.skipped += [
             SkippedFile(path=str(job.root / s.path) if s.path else str(job.root), reason=s.reason) for s in job.skipped
         ]
+        if not job.log_files:
+            ignored = ", ".join(f"{n} {why}" for why, n in sorted(job.ignored.items()))
+            report.notes.append(f"no logs found in {job.root}" + (f" (only {ignored})" if ignored else ""))
         label = f"J{ji + 1}." if len(jobs) > 1 else ""
         job_report, findings = assemble_job(job, per_job.get(ji, []), diagnoser, label)
         report.jobs.append(job_report)

@@ -363,8 +363,8 @@ class FileScanner:
             group = BlockGroup(signature=signature, kind=kind, title=title, text=text, start_line=b.start_line)
             self.result.groups[signature] = group
         group.count += 1
-        if len(group.lines) < MAX_LOCATIONS:
-            group.lines.append(b.anchors[0][0])
+        if len(group.lines) < MAX_LOCATIONS:  # where the block is: its key line (the exception), not its first
+            group.lines.append(next((ln for ln, _, t in b.anchors if t.strip()[:300] == title), b.anchors[0][0]))
         rank = None
         for line in b.raw_anchors:
             rank = find_rank(line)
