@@ -7,6 +7,7 @@ import shlex
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from kb import calibration as calibration_model
 from kb.corpus import Corpus
 from kb.distill import distill, is_question
 from kb.entry import Entry
@@ -73,6 +74,8 @@ class Diagnoser:
         self._issues: IssueSearcher | None = None
         self._issues_loaded = False
         self.kb_version = corpus.fingerprint
+        #: Fitted confidence (kb/data/calibration.json); None keeps the hand-set fusion and its thresholds.
+        self.calibration = calibration_model.load()
 
     def without_retriever(self) -> Diagnoser:
         """The same corpus and compiled rules with no semantic layer: never loads the model."""
@@ -127,7 +130,9 @@ class Diagnoser:
 
         version = self.version_for(signals)
         matches = [self.build_match(c, signals, lines, version) for c in cands.values()]
-        matches = [m for m in matches if m.confidence >= POSSIBLE_THRESHOLD]
+        # The fit saw only candidates the hand-set fusion keeps, so that floor stays; the fitted one is on top.
+        floor = self.calibration.possible_threshold if self.calibration else 0.0
+        matches = [m for m in matches if m.features["heuristic"] >= POSSIBLE_THRESHOLD and m.confidence >= floor]
         matches.sort(key=lambda m: (-m.confidence, m.id))
         matches = matches[:top]
         abstained = not any(m.verdict == "match" for m in matches)
@@ -193,13 +198,21 @@ class Diagnoser:
                 conf = min(conf * 0.6, FIXED_RELEASE_CAP)
         elif version is not None and _entry_excludes(entry, version):
             conf *= 0.6
-        conf = round(max(0.0, min(1.0, conf)), 3)
-        return Match(
+        conf = max(0.0, min(1.0, conf))
+        features = calibration_model.features(
+            conf, c.rule, c.semantic, c.lexical, c.question, fails, holds,
+            version is not None and _entry_excludes(entry, version), shows_verl(signals),
+        )
+        threshold = MATCH_THRESHOLD
+        if self.calibration is not None:
+            conf, threshold = self.calibration.probability(features), self.calibration.match_threshold
+        conf = round(conf, 3)
+        match = Match(
             id=entry.id,
             title=entry.title,
             area=entry.area,
             confidence=conf,
-            verdict="match" if conf >= MATCH_THRESHOLD else "possible",
+            verdict="match" if conf >= threshold else "possible",
             cause=entry.cause,
             conditions=conditions,
             overrides=rendered_overrides(entry, version),
@@ -209,6 +222,20 @@ class Diagnoser:
             sources=list(entry.meta.sources),
             known_bug=known_bug,
         )
+        match.features = features
+        return match
+
+
+_VERL_KEY_ROOTS = ("actor_rollout_ref.", "critic.", "reward_model.", "algorithm.", "trainer.", "data.")
+
+
+def shows_verl(signals: Signals) -> bool:
+    """The input shows verl itself: a verl frame, verl's version, or verl's config keys."""
+    return (
+        any(f.is_verl for f in signals.frames)
+        or "verl" in signals.versions
+        or any(k.lstrip("+~").startswith(_VERL_KEY_ROOTS) for k in signals.overrides)
+    )
 
 
 def merge_facts(signals: Signals, facts: Signals) -> None:
