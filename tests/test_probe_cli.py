@@ -231,3 +231,41 @@ def test_scan_of_a_directory_without_logs_says_so(tmp_path: Path) -> None:
             assert proc.returncode == 2, (target, fmt, proc.stdout.decode()[-500:])
             assert "no logs found" in proc.stderr.decode()
             assert b"No problems found" not in proc.stdout
+
+
+LAUNCH_SH = """\\
+#!/bin/bash
+set -x
+export VLLM_ATTENTION_BACKEND=XFORMERS  # the shell's, not Hydra's
+MODEL=Qwen/Qwen2.5-0.5B
+cd /work && python3 -m verl.trainer.main_ppo \\\\
+    data.train_files=$HOME/data/gsm8k/train.parquet \\\\
+    actor_rollout_ref.model.path=$MODEL \\\\
+    trainer.nnodes=$NNODES \\\\
+    trainer.logger=['console','wandb'] \\\\
+    trainer.project_name="${PROJECT:-verl} run" \\\\
+    trainer.val_before_train \\\\
+    trainer.n_gpus_per_node=8 $@  # trailing comment
+"""
+
+
+def test_check_overrides_reads_a_launch_script_as_a_shell_does(tmp_path: Path) -> None:
+    script = tmp_path / "launch.sh"
+    script.write_text(LAUNCH_SH)
+    proc = verl_doctor("check-overrides", "--json", "--file", str(script))
+    verdicts = {v["text"]: v for v in json.loads(proc.stdout)["verdicts"]}
+    assert list(verdicts) == [
+        "data.train_files=$HOME/data/gsm8k/train.parquet",
+        "actor_rollout_ref.model.path=$MODEL",
+        "trainer.nnodes=$NNODES",
+        "trainer.logger=[console,wandb]",
+        "trainer.project_name=${PROJECT:-verl} run",
+        "trainer.val_before_train",
+        "trainer.n_gpus_per_node=8",
+    ]
+    assert not verdicts["trainer.nnodes=$NNODES"]["fails"]  # $VAR is a placeholder, not a bad integer
+    bare = verdicts["trainer.val_before_train"]
+    assert bare["fails"] and bare["status"] == "malformed" and "no value" in bare["message"]
+    assert proc.returncode == 1
+    alone = verl_doctor("check-overrides", "--json", "--", "trainer.nnodes")
+    assert alone.returncode == 1 and json.loads(alone.stdout)["verdicts"][0]["status"] == "malformed"
