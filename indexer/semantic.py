@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from indexer.quiet import quiet_bm25s, quiet_transformers
 from kb.cache import cache_dir
 from kb.entry import Entry
 from kb.retriever import entry_document
@@ -38,6 +39,7 @@ class Embedder:
     def __init__(self, name: str = DEFAULT_MODEL) -> None:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+        quiet_transformers()
         from sentence_transformers import SentenceTransformer
 
         self.name = name
@@ -133,6 +135,7 @@ class _BM25:
     def __init__(self, docs: list[list[str]], k1: float = 1.2, b: float = 0.75) -> None:
         import bm25s
 
+        quiet_bm25s()
         self._retriever = bm25s.BM25(k1=k1, b=b)
         self._retriever.index([d or ["_"] for d in docs], show_progress=False)
         self._n = len(docs)

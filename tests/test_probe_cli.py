@@ -9,6 +9,7 @@ import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -269,3 +270,40 @@ def test_check_overrides_reads_a_launch_script_as_a_shell_does(tmp_path: Path) -
     assert proc.returncode == 1
     alone = verl_doctor("check-overrides", "--json", "--", "trainer.nnodes")
     assert alone.returncode == 1 and json.loads(alone.stdout)["verdicts"][0]["status"] == "malformed"
+
+
+NOISE = ("Loading weights", "DEBUG", "it/s]")
+
+
+def test_semantic_runs_keep_library_noise_off_stderr(tmp_path: Path) -> None:
+    """match (semantic), serve and mcp load the model and the lexical index without printing bars or DEBUG."""
+    import anyio
+    import httpx
+    from mcp import Client, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    from tests.server_harness import serve_process
+
+    proc = verl_doctor("match", "-", stdin=b"how do I set a proxy only for wandb?\n", timeout=300)
+    assert proc.returncode in (0, 1), proc.stderr.decode()[-2000:]
+    assert not any(n in proc.stderr.decode() for n in NOISE), proc.stderr.decode()[-2000:]
+
+    log = tmp_path / "serve.log"
+    with serve_process([], log, dict(ENV), wait=300) as base:
+        assert httpx.get(f"{base}/v1/search", params={"q": "wandb proxy"}, timeout=120).status_code == 200
+    served = log.read_text()
+    assert not any(n in served for n in NOISE), served[-2000:]
+
+    async def ask_mcp(errlog: Any) -> None:
+        exe = Path(sys.executable).parent / "verl-doctor"
+        params = StdioServerParameters(command=str(exe), args=["mcp"], cwd=str(REPO), env=dict(ENV))
+        with anyio.fail_after(300):
+            async with Client(stdio_client(params, errlog=errlog)) as client:
+                result = await client.call_tool("search_faq", {"query": "wandb proxy", "k": 3})
+                assert not result.is_error
+
+    errors = tmp_path / "mcp.err"
+    with errors.open("w") as errlog:
+        anyio.run(ask_mcp, errlog)
+    said = errors.read_text()
+    assert not any(n in said for n in NOISE), said[-2000:]
