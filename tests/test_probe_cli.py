@@ -307,3 +307,19 @@ def test_semantic_runs_keep_library_noise_off_stderr(tmp_path: Path) -> None:
         anyio.run(ask_mcp, errlog)
     said = errors.read_text()
     assert not any(n in said for n in NOISE), said[-2000:]
+
+
+def test_scan_fix_without_a_verl_version_says_which_line_is_for_which_releases(tmp_path: Path) -> None:
+    (tmp_path / "output.log").write_text(FAILURE.read_text())  # no verl version anywhere in this job
+    text = verl_doctor("scan", "--no-semantic", str(tmp_path)).stdout.decode()
+    assert "verl >=0.6: ray_kwargs.ray_init.num_cpus=16" in text
+    assert "verl >=0.4,<0.6: ray_init.num_cpus=16" in text
+    together = [
+        ln for ln in text.splitlines() if "ray_kwargs.ray_init.num_cpus=16" in ln and " ray_init.num_cpus" in ln
+    ]
+    assert not together, together  # the ranges are never run together as one fix
+    markdown = verl_doctor("scan", "--markdown", "--no-semantic", str(tmp_path)).stdout.decode()
+    assert "Fix (verl >=0.6):" in markdown and "Fix (verl >=0.4,<0.6):" in markdown
+    (tmp_path / "output.log").write_text("verl version: 0.5.0\n" + FAILURE.read_text())
+    pinned = verl_doctor("scan", "--no-semantic", str(tmp_path)).stdout.decode()
+    assert "fix (verl 0.5.0): ray_init.num_cpus=16" in pinned, pinned
