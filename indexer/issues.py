@@ -60,6 +60,10 @@ class IssueIndex:
     ) -> None:
         import bm25s
 
+        from indexer.quiet import quiet_bm25s
+
+        quiet_bm25s()
+
         from indexer.semantic import tokenize
 
         self.issues = list(issues)

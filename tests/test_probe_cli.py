@@ -9,6 +9,7 @@ import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -231,3 +232,94 @@ def test_scan_of_a_directory_without_logs_says_so(tmp_path: Path) -> None:
             assert proc.returncode == 2, (target, fmt, proc.stdout.decode()[-500:])
             assert "no logs found" in proc.stderr.decode()
             assert b"No problems found" not in proc.stdout
+
+
+LAUNCH_SH = """\\
+#!/bin/bash
+set -x
+export VLLM_ATTENTION_BACKEND=XFORMERS  # the shell's, not Hydra's
+MODEL=Qwen/Qwen2.5-0.5B
+cd /work && python3 -m verl.trainer.main_ppo \\\\
+    data.train_files=$HOME/data/gsm8k/train.parquet \\\\
+    actor_rollout_ref.model.path=$MODEL \\\\
+    trainer.nnodes=$NNODES \\\\
+    trainer.logger=['console','wandb'] \\\\
+    trainer.project_name="${PROJECT:-verl} run" \\\\
+    trainer.val_before_train \\\\
+    trainer.n_gpus_per_node=8 $@  # trailing comment
+"""
+
+
+def test_check_overrides_reads_a_launch_script_as_a_shell_does(tmp_path: Path) -> None:
+    script = tmp_path / "launch.sh"
+    script.write_text(LAUNCH_SH)
+    proc = verl_doctor("check-overrides", "--json", "--file", str(script))
+    verdicts = {v["text"]: v for v in json.loads(proc.stdout)["verdicts"]}
+    assert list(verdicts) == [
+        "data.train_files=$HOME/data/gsm8k/train.parquet",
+        "actor_rollout_ref.model.path=$MODEL",
+        "trainer.nnodes=$NNODES",
+        "trainer.logger=[console,wandb]",
+        "trainer.project_name=${PROJECT:-verl} run",
+        "trainer.val_before_train",
+        "trainer.n_gpus_per_node=8",
+    ]
+    assert not verdicts["trainer.nnodes=$NNODES"]["fails"]  # $VAR is a placeholder, not a bad integer
+    bare = verdicts["trainer.val_before_train"]
+    assert bare["fails"] and bare["status"] == "malformed" and "no value" in bare["message"]
+    assert proc.returncode == 1
+    alone = verl_doctor("check-overrides", "--json", "--", "trainer.nnodes")
+    assert alone.returncode == 1 and json.loads(alone.stdout)["verdicts"][0]["status"] == "malformed"
+
+
+NOISE = ("Loading weights", "DEBUG", "it/s]")
+
+
+def test_semantic_runs_keep_library_noise_off_stderr(tmp_path: Path) -> None:
+    """match (semantic), serve and mcp load the model and the lexical index without printing bars or DEBUG."""
+    import anyio
+    import httpx
+    from mcp import Client, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    from tests.server_harness import serve_process
+
+    proc = verl_doctor("match", "-", stdin=b"how do I set a proxy only for wandb?\n", timeout=300)
+    assert proc.returncode in (0, 1), proc.stderr.decode()[-2000:]
+    assert not any(n in proc.stderr.decode() for n in NOISE), proc.stderr.decode()[-2000:]
+
+    log = tmp_path / "serve.log"
+    with serve_process([], log, dict(ENV), wait=300) as base:
+        assert httpx.get(f"{base}/v1/search", params={"q": "wandb proxy"}, timeout=120).status_code == 200
+    served = log.read_text()
+    assert not any(n in served for n in NOISE), served[-2000:]
+
+    async def ask_mcp(errlog: Any) -> None:
+        exe = Path(sys.executable).parent / "verl-doctor"
+        params = StdioServerParameters(command=str(exe), args=["mcp"], cwd=str(REPO), env=dict(ENV))
+        with anyio.fail_after(300):
+            async with Client(stdio_client(params, errlog=errlog)) as client:
+                result = await client.call_tool("search_faq", {"query": "wandb proxy", "k": 3})
+                assert not result.is_error
+
+    errors = tmp_path / "mcp.err"
+    with errors.open("w") as errlog:
+        anyio.run(ask_mcp, errlog)
+    said = errors.read_text()
+    assert not any(n in said for n in NOISE), said[-2000:]
+
+
+def test_scan_fix_without_a_verl_version_says_which_line_is_for_which_releases(tmp_path: Path) -> None:
+    (tmp_path / "output.log").write_text(FAILURE.read_text())  # no verl version anywhere in this job
+    text = verl_doctor("scan", "--no-semantic", str(tmp_path)).stdout.decode()
+    assert "verl >=0.6: ray_kwargs.ray_init.num_cpus=16" in text
+    assert "verl >=0.4,<0.6: ray_init.num_cpus=16" in text
+    together = [
+        ln for ln in text.splitlines() if "ray_kwargs.ray_init.num_cpus=16" in ln and " ray_init.num_cpus" in ln
+    ]
+    assert not together, together  # the ranges are never run together as one fix
+    markdown = verl_doctor("scan", "--markdown", "--no-semantic", str(tmp_path)).stdout.decode()
+    assert "Fix (verl >=0.6):" in markdown and "Fix (verl >=0.4,<0.6):" in markdown
+    (tmp_path / "output.log").write_text("verl version: 0.5.0\n" + FAILURE.read_text())
+    pinned = verl_doctor("scan", "--no-semantic", str(tmp_path)).stdout.decode()
+    assert "fix (verl 0.5.0): ray_init.num_cpus=16" in pinned, pinned
