@@ -29,6 +29,15 @@ HOLDOUT_SHARE = 0.30
 AREAS = {"ray", "network", "install", "config", "rollout", "metrics", "memory", "data", "checkpoint", "tooling"}
 
 
+def _seen_threads() -> set[str]:
+    """Threads someone read while writing entries (seen_threads.txt, one `owner/repo#N  why` a line)."""
+    path = HERE / "seen_threads.txt"
+    if not path.exists():
+        return set()
+    lines = path.read_text(encoding="utf-8").splitlines()
+    return {ln.split()[0].lower() for ln in lines if ln.strip() and not ln.startswith("#")}
+
+
 def cited_threads(entries: list[object]) -> set[str]:
     """Threads an entry cites: the entry was written from them, so their cases are dev cases, never holdout."""
     out = set()
@@ -107,6 +116,7 @@ def main(pools: list[Path]) -> int:
     cited = cited_threads(list(entries))
     sides: dict[str, list[RealCase]] = {s: _read(HERE / f"{s}.jsonl") for s in ("dev", "holdout")}
     # A holdout thread that an entry has come to cite was read to write that entry: it is dev from now on.
+    cited |= _seen_threads()
     seen_by_entries = [c for c in sides["holdout"] if c.thread.lower() in cited]
     if seen_by_entries:
         print(f"moved to dev, cited by entries: {', '.join(sorted({c.thread for c in seen_by_entries}))}")
