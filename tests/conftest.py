@@ -4,6 +4,7 @@ and the CLI runner."""
 from __future__ import annotations
 
 import os
+import shutil
 import textwrap
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -30,12 +31,15 @@ USER_SETTINGS = (
 
 
 @pytest.fixture(scope="session", autouse=True)
-def isolated_from_the_user(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+def isolated_from_the_user(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """The whole run, and every process it starts, uses a cache of its own instead of ~/.cache/verl-doctor
     (so the session-scoped diagnoser never reads a developer's imported issue archive, index or parsed
-    corpus) and none of the user's verl-doctor settings. Tests that need an empty cache of their own
-    still set $VERL_DOCTOR_CACHE themselves."""
-    cache = tmp_path_factory.mktemp("user-cache")
+    corpus) and none of the user's verl-doctor settings. The cache lives in pytest's own cache directory
+    (``.pytest_cache``), so the model export and the index survive from one run to the next; an issue
+    archive never does. Tests that need an empty cache of their own still set $VERL_DOCTOR_CACHE."""
+    store = getattr(request.config, "cache", None)  # None under -p no:cacheprovider
+    cache = store.mkdir("verl-doctor") if store is not None else tmp_path_factory.mktemp("user-cache")
+    shutil.rmtree(cache / "issues", ignore_errors=True)
     saved = {name: os.environ.get(name) for name in ("VERL_DOCTOR_CACHE", *USER_SETTINGS)}
     os.environ["VERL_DOCTOR_CACHE"] = str(cache)
     for name in USER_SETTINGS:
