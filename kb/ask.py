@@ -18,7 +18,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, field_validator
 
 from kb.distill import is_question
-from kb.engine import Diagnoser, rendered_env, rendered_overrides
+from kb.engine import POSSIBLE_THRESHOLD, Diagnoser, rendered_env, rendered_overrides
 from kb.entry import Entry
 from kb.llm import Grounding, LLMClient, LLMError, check_reply
 from kb.loglines import Line, split_lines
@@ -547,7 +547,7 @@ def ask(
     others = [
         _citation(diagnoser.entries[m.id], m)
         for m in chosen.matches[1:]
-        if m.id not in {c.id for c in citations} and m.confidence >= 0.40
+        if m.id not in {c.id for c in citations} and m.confidence >= POSSIBLE_THRESHOLD
     ][:2]
     answer = AskAnswer(
         answer=compose(entry, best, facts, conditions, overrides, missing, citations[1:] + others, similar, followup),

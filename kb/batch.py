@@ -11,7 +11,7 @@ import json
 from collections.abc import Iterator
 from typing import IO, Any, BinaryIO
 
-from kb.inputs import MAX_INPUT_BYTES, InputError, decode
+from kb.inputs import MAX_INPUT_BYTES, InputError
 
 #: Longest request line read: the input cap of a paste, with room for JSON escaping.
 MAX_REQUEST_BYTES = 2 * MAX_INPUT_BYTES + 64 * 1024
@@ -51,9 +51,7 @@ def answer(diagnoser: Any, raw: bytes | None, n: int, top: int, limit: int = MAX
         if not isinstance(text, str):
             raise ValueError("each line must be a JSON object with a string 'input'")
         label = f"request {req_id}" if req_id is not None else f"request on line {n}"
-        given = decode(text.encode("utf-8", "replace"), label)
-        result = diagnoser.diagnose(given.text, top=top)
-        result.notes = given.notes + result.notes
+        result = diagnoser.diagnose_input(text, top=top, name=label)
         return {"id": req_id if req_id is not None else n, "line": n, **result.model_dump(mode="json")}
     except (ValueError, InputError) as exc:
         return {"id": req_id, "line": n, "error": str(exc)}

@@ -11,6 +11,7 @@ from kb import calibration as calibration_model
 from kb.corpus import Corpus
 from kb.distill import distill, is_question
 from kb.entry import Entry
+from kb.inputs import Input, decode
 from kb.loglines import Line, split_lines
 from kb.overrides import render_override, render_value
 from kb.result import (
@@ -97,6 +98,16 @@ class Diagnoser:
             self._issues = self.issues_factory()
             self._issues_loaded = True
         return self._issues
+
+    def diagnose_input(self, given: Input | str, top: int = 5, name: str = "input") -> Result:
+        """What every surface does with what a user gave: ``given`` already read (``kb.inputs.read_input``)
+        or text to decode (``kb.inputs.decode``: raises ``InputError`` for empty or binary input, named
+        ``name``), diagnosed, with the input's own notes (a huge input cut, bytes replaced) first."""
+        if isinstance(given, str):
+            given = decode(given.encode("utf-8", "replace"), name)
+        result = self.diagnose(given.text, top=top)
+        result.notes = given.notes + result.notes
+        return result
 
     def diagnose(self, text: str, top: int = 5, semantic: bool = True, facts: Signals | None = None) -> Result:
         """``facts``: what is known about the run beyond ``text`` (a scan's job-wide versions, GPUs,

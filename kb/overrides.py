@@ -17,7 +17,7 @@ import yaml
 from pydantic import BaseModel
 
 from kb.keysets import KeyInfo, KeyStatus, classify, release_keys, releases_with_key, rename_for, renames
-from kb.versions import KNOWN_RELEASES, in_range, nearest_release, parse_version
+from kb.versions import KNOWN_RELEASES, KNOWN_SPAN, in_range, nearest_release, parse_version
 
 _OVERRIDE_RE = re.compile(
     r"^(?P<prefix>\+\+|\+|~)?(?P<key>[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z0-9_]+)*)(?:=(?P<value>.*))?$"
@@ -188,7 +188,7 @@ def close_keys(key: str, release: str, limit: int = 3) -> list[str]:
 def _where_else(key: str) -> str:
     present = releases_with_key(key)
     if not present:
-        return "no verl release from 0.4.0 to 0.9.1 has it"
+        return f"no verl release from {KNOWN_SPAN} has it"
     if len(present) == 1:
         return f"only verl {present[0]} has it"
     return f"verl {present[0]} to {present[-1]} have it"

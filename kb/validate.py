@@ -16,7 +16,7 @@ from kb.entry import Entry, TextCheck
 from kb.keysets import KeyStatus, classify
 from kb.overrides import close_keys, render_override, render_value
 from kb.patterns import PatternError, PatternSet, check_linear
-from kb.versions import KNOWN_RELEASES, parse_version, releases_in
+from kb.versions import KNOWN_RELEASES, KNOWN_SPAN, parse_version, releases_in
 
 
 def _rel(entry: Entry) -> str:
@@ -25,6 +25,16 @@ def _rel(entry: Entry) -> str:
 
 def default_fixtures_dir(corpus_root: Path) -> Path:
     return corpus_root.resolve().parent / "tests" / "fixtures" / "entries"
+
+
+def fixtures_to_check(corpus_root: Path, fixtures_dir: Path | None = None) -> Path | None:
+    """Where the entries' fixtures are checked: ``fixtures_dir`` when given; else the checkout's
+    ``tests/fixtures/entries`` beside the corpus, when there is one. None (fixtures not checked) for a
+    corpus that stands alone: a copy, or the one bundled in an installed wheel."""
+    if fixtures_dir is not None:
+        return fixtures_dir
+    found = default_fixtures_dir(corpus_root)
+    return found if found.is_dir() else None
 
 
 def _entry_lines(entry: Entry) -> dict[tuple[object, ...], int]:
@@ -119,7 +129,7 @@ def check_overrides_of(entry: Entry, lines: dict[tuple[object, ...], int]) -> li
                 EntryProblem(
                     _rel(entry),
                     line,
-                    f"override {ov.key}: its range '{ov.verl}' covers no release from 0.4.0 to 0.9.1 within the "
+                    f"override {ov.key}: its range '{ov.verl}' covers no release from {KNOWN_SPAN} within the "
                     f"entry's range '{entry.meta.verl}', so it cannot be checked",
                 )
             )
@@ -279,13 +289,14 @@ def validate_corpus(root: Path, fixtures_dir: Path | None = None) -> tuple[Corpu
     lines_of = {e.id: _entry_lines(e) for e in corpus.entries}
     problems += check_patterns(corpus.entries, lines_of)
     known_ids = set(seen)
-    fixtures = fixtures_dir or default_fixtures_dir(root)
+    fixtures = fixtures_to_check(root, fixtures_dir)
     for entry in corpus.entries:
         lines = lines_of[entry.id]
         problems += check_overrides_of(entry, lines)
         problems += check_fixed_in(entry, lines)
         problems += check_override_lines(entry, lines)
-        problems += check_fixtures(entry, fixtures)
+        if fixtures is not None:
+            problems += check_fixtures(entry, fixtures)
         for i, rel in enumerate(entry.meta.related):
             if rel not in known_ids:
                 problems.append(

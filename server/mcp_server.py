@@ -206,11 +206,9 @@ def build_server(diagnoser: Diagnoser, setup: MCPSetup | None = None) -> MCPServ
 
         def run() -> Result:
             ready()
-            return diagnoser.diagnose(given.text, top)
+            return diagnoser.diagnose_input(given, top)
 
-        result = await anyio.to_thread.run_sync(run)
-        result.notes = given.notes + result.notes
-        return result
+        return await anyio.to_thread.run_sync(run)
 
     scan_module = _scan_module()
 

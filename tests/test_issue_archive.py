@@ -128,6 +128,7 @@ def test_semantic_index_is_cached_per_content_and_model(cache: Path, diagnoser) 
     assert hits and hits[0].number == 102
 
 
+@pytest.mark.slow  # the import without --no-embed loads the embedding model
 def test_archive_follows_imports_and_clear(cache: Path, runner) -> None:  # type: ignore[no-untyped-def]
     from kb.cli import main
 

@@ -55,8 +55,7 @@ def match_cmd(source: str, corpus_path: str | None, as_json: bool, jsonl: bool, 
         fail(f"cannot read {source}: {exc.strerror or exc}")
     except InputError as exc:
         fail(str(exc))
-    result = diagnoser.diagnose(given.text, top=top)
-    result.notes = given.notes + result.notes
+    result = diagnoser.diagnose_input(given, top=top)
     if as_json:
         click.echo(result.model_dump_json(indent=1))
     else:
