@@ -323,3 +323,10 @@ def test_scan_fix_without_a_verl_version_says_which_line_is_for_which_releases(t
     (tmp_path / "output.log").write_text("verl version: 0.5.0\n" + FAILURE.read_text())
     pinned = verl_doctor("scan", "--no-semantic", str(tmp_path)).stdout.decode()
     assert "fix (verl 0.5.0): ray_init.num_cpus=16" in pinned, pinned
+
+
+def test_mcp_help_lists_every_tool() -> None:
+    from tests.test_mcp import TOOLS
+
+    text = verl_doctor("mcp", "--help").stdout.decode()
+    assert all(tool in text for tool in TOOLS), text

@@ -160,3 +160,18 @@ def test_scan_of_file_names_that_are_not_utf8(api: str) -> None:
     report = r.json()
     assert "run\\xff\\xfe.log" in {f["path"] for job in report["jobs"] for f in job["files"]}
     assert "ray-init-num-cpus-renamed" in r.text
+
+
+def test_ask_takes_question_and_earlier_as_the_mcp_tool_does(api: str) -> None:
+    earlier = "Hydra says: Could not override 'ray_init.num_cpus'. Key 'ray_init' is not in struct"
+    r = httpx.post(f"{api}/v1/ask", json={"question": "and on verl 0.5?", "earlier": [earlier]}, timeout=120)
+    assert r.status_code == 200, r.text
+    assert [c["id"] for c in r.json()["citations"]][:1] == ["ray-init-num-cpus-renamed"]
+    same = httpx.post(
+        f"{api}/v1/ask",
+        json={"messages": [{"role": "user", "content": earlier}, {"role": "user", "content": "and on verl 0.5?"}]},
+        timeout=120,
+    )
+    assert same.json()["answer"] == r.json()["answer"]
+    for bad in ({}, {"question": "x", "messages": [{"role": "user", "content": "y"}]}):
+        assert httpx.post(f"{api}/v1/ask", json=bad).status_code == 422, bad
