@@ -330,3 +330,15 @@ def test_mcp_help_lists_every_tool() -> None:
 
     text = verl_doctor("mcp", "--help").stdout.decode()
     assert all(tool in text for tool in TOOLS), text
+
+
+def test_corpus_show_suggests_ids_and_corpus_search_finds_entries() -> None:
+    for partial in ("ray-init", "num_cpus", "ray-init-num-cpus-renamd"):
+        proc = verl_doctor("corpus", "show", partial)
+        assert proc.returncode == 1
+        assert "did you mean ray-init-num-cpus-renamed" in proc.stderr.decode()
+    found = verl_doctor("corpus", "search", "--no-semantic", "--json", "ray_init num_cpus", "-k", "3")
+    assert found.returncode == 0, found.stderr.decode()[-2000:]
+    assert "ray-init-num-cpus-renamed" in [h["id"] for h in json.loads(found.stdout)]
+    nothing = verl_doctor("corpus", "search", "--no-semantic", "qqqzzzxxx")
+    assert nothing.returncode == 1 and b"No entry matches" in nothing.stdout
