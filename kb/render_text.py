@@ -231,3 +231,10 @@ def render_hits(diagnoser: Any, query: str, k: int, as_json: bool, out: Console 
     for h in [] if as_json else hits:
         out.print(f"{h.score:.2f}  {h.id:<44} {terminal_safe(h.title)}", markup=False)
     return 0 if hits else 1
+
+
+def render_markdown_answer(text: str, out: Console | None = None) -> None:
+    """An answer in Markdown on a terminal, as ``gh`` shows one: paragraphs and bullets wrapped at the
+    terminal's width (never cut there, as the console's soft wrap did), control sequences stripped."""
+    out = out or console()
+    out.print(Markdown(terminal_safe(text)), soft_wrap=False)
