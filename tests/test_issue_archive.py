@@ -222,4 +222,3 @@ def test_web_diagnosis_page_lists_similar_issues(api: str) -> None:
     assert page.status_code == 200
     assert "Similar past issues" in page.text
     assert 'href="https://github.com/example-org/verl-fixture/issues/104"' in page.text
-

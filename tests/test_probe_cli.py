@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -323,3 +324,71 @@ def test_scan_fix_without_a_verl_version_says_which_line_is_for_which_releases(t
     (tmp_path / "output.log").write_text("verl version: 0.5.0\n" + FAILURE.read_text())
     pinned = verl_doctor("scan", "--no-semantic", str(tmp_path)).stdout.decode()
     assert "fix (verl 0.5.0): ray_init.num_cpus=16" in pinned, pinned
+
+
+def test_mcp_help_lists_every_tool() -> None:
+    from tests.test_mcp import TOOLS
+
+    text = verl_doctor("mcp", "--help").stdout.decode()
+    assert all(tool in text for tool in TOOLS), text
+
+
+def test_corpus_show_suggests_ids_and_corpus_search_finds_entries() -> None:
+    for partial in ("ray-init", "num_cpus", "ray-init-num-cpus-renamd"):
+        proc = verl_doctor("corpus", "show", partial)
+        assert proc.returncode == 1
+        assert "did you mean ray-init-num-cpus-renamed" in proc.stderr.decode()
+    found = verl_doctor("corpus", "search", "--no-semantic", "--json", "ray_init num_cpus", "-k", "3")
+    assert found.returncode == 0, found.stderr.decode()[-2000:]
+    assert "ray-init-num-cpus-renamed" in [h["id"] for h in json.loads(found.stdout)]
+    nothing = verl_doctor("corpus", "search", "--no-semantic", "qqqzzzxxx")
+    assert nothing.returncode == 1 and b"No entry matches" in nothing.stdout
+
+
+def _in_a_terminal(args: list[str], columns: int = 60, timeout: float = 120) -> str:
+    """Run ``verl-doctor ARGS`` with a pseudo-terminal of ``columns`` as stdout; what it printed, ANSI removed."""
+    import fcntl
+    import pty
+    import re
+    import select
+    import struct
+    import termios
+
+    exe = Path(sys.executable).parent / "verl-doctor"
+    cmd = [str(exe)] if exe.exists() else [sys.executable, "-c", "from kb.cli import main; main()"]
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, columns, 0, 0))
+    env = {**ENV, "COLUMNS": str(columns), "TERM": "xterm-256color"}
+    env.pop("NO_COLOR", None)
+    proc = subprocess.Popen([*cmd, *args], stdin=subprocess.DEVNULL, stdout=slave, stderr=slave, cwd=REPO, env=env)
+    os.close(slave)
+    chunks: list[bytes] = []
+    deadline = time.monotonic() + timeout
+    try:
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([master], [], [], 0.5)
+            if ready:
+                try:
+                    data = os.read(master, 65536)
+                except OSError:
+                    break
+                if not data:
+                    break
+                chunks.append(data)
+            elif proc.poll() is not None:
+                break
+    finally:
+        os.close(master)
+        proc.wait(timeout=30)
+    return re.sub(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07]*\x07", "", b"".join(chunks).decode("utf-8", "replace"))
+
+
+def test_ask_in_a_terminal_wraps_bullets_instead_of_cutting_them() -> None:
+    question = "how do I pass a proxy to wandb only?"
+    answer = json.loads(verl_doctor("ask", "--no-llm", "--no-semantic", "--json", question).stdout)["answer"]
+    bullets = [ln[2:].strip() for ln in answer.splitlines() if ln.startswith("- ") and len(ln) > 70]
+    assert bullets, answer
+    shown = " ".join(_in_a_terminal(["ask", "--no-llm", "--no-semantic", question]).split())
+    for bullet in bullets:
+        tail = " ".join(bullet.replace("`", "").replace("**", "").split()[-3:])
+        assert tail in shown, (tail, shown[-1500:])
