@@ -8,6 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from kb.corpus import Corpus
+from kb.didyoumean import key_suggestions
 from kb.distill import distill, is_question
 from kb.entry import Entry
 from kb.loglines import Line, split_lines
@@ -148,6 +149,7 @@ class Diagnoser:
             matches=matches,
             notes=notes,
             similar_issues=similar,
+            did_you_mean=key_suggestions(signals, lines, version),
         )
 
     @staticmethod

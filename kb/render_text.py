@@ -161,6 +161,7 @@ def render_result(result: Result, out: Console | None = None) -> None:
         out.print("Seen: " + "; ".join(facts), style="dim", markup=False)
     for note in result.notes:
         out.print(f"note: {note}", style="dim", markup=False)
+    render_did_you_mean(result, out)
     if not result.matches:
         out.print("No known problem matches this input. Try `verl-doctor corpus list` or ask in words.")
         render_similar_issues(result, out)
@@ -203,6 +204,15 @@ def render_result(result: Result, out: Console | None = None) -> None:
         if i == 1 and m.sources:
             out.print("Sources: " + ", ".join(m.sources[:3]), style="dim", markup=False)
     render_similar_issues(result, out)
+
+
+def render_did_you_mean(result: Result, out: Console, indent: str = "") -> None:
+    """For each key Hydra rejected, the key meant on the release, and the line to use when the input has the value."""
+    for d in result.did_you_mean:
+        where = f"line {d.line_no}: " if d.line_no else ""
+        out.print(f"{indent}{where}{d.summary()}", style="yellow", markup=False)
+        if d.line:
+            out.print(f"{indent}  use: {d.line}", markup=False)
 
 
 def render_similar_issues(result: Result, out: Console) -> None:

@@ -55,6 +55,14 @@ def _parse(text: str) -> tuple[Any, str | None, bool]:
     return parsed.value(), None, False
 
 
+def parse_value(text: str) -> Any:
+    """The value of the override ``text`` as Hydra's grammar reads it (the raw text when Hydra cannot)."""
+    value, error, sweep = _parse(text)
+    if error is not None or sweep:
+        return text.split("=", 1)[1] if "=" in text else text
+    return value
+
+
 def _cite(rule: dict[str, Any]) -> str:
     return f"{rule['source']} at {rule['tag']}"
 

@@ -72,7 +72,10 @@ def _text(result: CallToolResult) -> str:
 
 async def _stdio_conversation(root: Path, errlog: Any) -> dict[str, Any]:
     params = StdioServerParameters(
-        command=_cli(), args=["mcp", "--no-semantic", "--scan-root", str(root)], cwd=str(REPO)
+        command=_cli(),
+        args=["mcp", "--no-semantic", "--scan-root", str(root)],
+        cwd=str(REPO),
+        env=dict(os.environ),  # the SDK passes a bare environment: PYTHONPATH must reach the server under test
     )
     out: dict[str, Any] = {}
     with anyio.fail_after(120):

@@ -107,6 +107,10 @@ def render_finding(out: Console, f: Finding, cascade: list[Finding]) -> None:
         out.print(f"  {_where(inc)}", markup=False)
         if inc.title != f.title:
             out.print(f"  {inc.title[:240]}", markup=False)
+        for d in inc.diagnosis.did_you_mean:
+            out.print(f"  {d.summary()}", markup=False)
+            if d.line:
+                out.print(f"  use: {d.line}", markup=False)
         best = inc.diagnosis.matches[0] if inc.diagnosis.matches else None
         if best is not None:
             cause = best.cause.split("\n\n")[0].strip()
@@ -162,6 +166,8 @@ def render_markdown(report: ScanReport) -> str:
         if inc is not None:
             lines.append(f"Seen {_where(inc)}." + (f" Caused by {inc.caused_by}." if inc.caused_by else ""))
             lines.append("")
+            for d in inc.diagnosis.did_you_mean:
+                lines += [_md_text(d.summary()), ""] + (["```", d.line, "```", ""] if d.line else [])
             best = inc.diagnosis.matches[0] if inc.diagnosis.matches else None
             if best is not None and best.overrides:
                 lines += ["Fix:", "", "```", *[o.line for o in best.overrides], "```", ""]

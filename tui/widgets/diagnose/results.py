@@ -97,6 +97,11 @@ class MatchDetail(VerticalScroll, can_focus=True):
 def detail_body(match: Match, result: Result) -> Content:
     """The part of the detail after the cause: layout in markup, everything from the input as plain text."""
     parts: list[Content | str] = []
+    for d in result.did_you_mean:
+        parts.append(fill("[b $text-warning]Did you mean[/]  $summary", summary=d.summary()))
+        if d.line:
+            parts.append(fill("  [$text-accent]$line[/]", line=d.line))
+        parts.append("")
     if match.conditions:
         parts.append("[b]Conditions[/b]")
         parts += [fill(f" {_CONDITION[c.status]} $text", text=c.text) for c in match.conditions]
