@@ -11,8 +11,8 @@ from kb.corpus import Corpus
 from kb.didyoumean import key_suggestions
 from kb.distill import distill, is_question
 from kb.entry import Entry
+from kb.fixvalues import render_fix, render_overrides
 from kb.loglines import Line, split_lines
-from kb.overrides import render_override, render_value
 from kb.result import (
     ConditionResult,
     EnvSetting,
@@ -27,7 +27,7 @@ from kb.result import (
 from kb.retriever import IssueSearcher, Retriever
 from kb.rules import RuleEngine, check_condition
 from kb.signals import Signals, extract_signals
-from kb.versions import KNOWN_RELEASES, VersionError, in_range, parse_version
+from kb.versions import VersionError, in_range, parse_version
 
 #: Rule confidence at or above which the semantic layer is not consulted at all (and never imported).
 RULES_DECISIVE = 0.85
@@ -196,6 +196,7 @@ class Diagnoser:
         elif version is not None and _entry_excludes(entry, version):
             conf *= 0.6
         conf = round(max(0.0, min(1.0, conf)), 3)
+        overrides, alternatives = render_fix(entry, version, signals.overrides)
         return Match(
             id=entry.id,
             title=entry.title,
@@ -204,7 +205,8 @@ class Diagnoser:
             verdict="match" if conf >= MATCH_THRESHOLD else "possible",
             cause=entry.cause,
             conditions=conditions,
-            overrides=rendered_overrides(entry, version),
+            overrides=overrides,
+            alternatives=alternatives,
             env=rendered_env(entry),
             actions=list(entry.meta.fix.actions),
             evidence=evidence,
@@ -248,28 +250,9 @@ def rendered_env(entry: Entry) -> list[EnvSetting]:
 
 
 def rendered_overrides(entry: Entry, version: str | None) -> list[RenderedOverride]:
-    """The entry's overrides for ``version``; for an unknown version, every range's line."""
-    out = []
-    for ov in entry.meta.fix.overrides:
-        if version is not None:
-            try:
-                applies = in_range(version, ov.verl)
-            except VersionError:
-                applies = True
-            if not applies:
-                continue
-            target = version
-        else:
-            covered = [r for r in KNOWN_RELEASES if in_range(r, ov.verl)]
-            if not covered:
-                continue
-            target = covered[-1]
-        out.append(
-            RenderedOverride(
-                key=ov.key, value=render_value(ov.value), line=render_override(ov.key, ov.value, target), verl=ov.verl
-            )
-        )
-    return out
+    """The entry's main overrides for ``version``; for an unknown version, every range's line (computed values
+    shown as the entry's examples: no job here)."""
+    return render_overrides(entry.meta.fix.overrides, version)
 
 
 def _summary(signals: Signals) -> SignalsSummary:

@@ -22,6 +22,21 @@ class RenderedOverride(BaseModel):
         description="the override as typed on the command line: '+' where needed, quoted for a POSIX shell where needed"
     )
     verl: str = Field(description="the verl versions this line applies to")
+    example: bool = Field(
+        default=False,
+        description="True: the entry's example value, not computed (the input lacks the job's values); set your own",
+    )
+    computed: str | None = Field(
+        default=None,
+        description="how the value was computed from the job's values, 'data.train_batch_size'",
+    )
+
+
+class FixAlternative(BaseModel):
+    """Another way to fix it: its own block to copy, never to be pasted together with the main fix."""
+
+    title: str
+    overrides: list[RenderedOverride]
 
 
 class EnvSetting(BaseModel):
@@ -65,7 +80,10 @@ class Match(BaseModel):
     verdict: Literal["match", "possible"]
     cause: str
     conditions: list[ConditionResult]
-    overrides: list[RenderedOverride]
+    overrides: list[RenderedOverride] = Field(description="the main fix: one block to paste")
+    alternatives: list[FixAlternative] = Field(
+        default_factory=list, description="other fixes, each its own block (pick one; never paste them together)"
+    )
     env: list[EnvSetting] = Field(default_factory=list, description="environment variables of the fix")
     actions: list[str]
     evidence: list[Evidence]

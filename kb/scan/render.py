@@ -117,6 +117,8 @@ def render_finding(out: Console, f: Finding, cascade: list[Finding]) -> None:
             if cause:
                 out.print(f"  why: {cause[:600]}", markup=False)
             _fix(out, [o.line for o in best.overrides], best.actions, inc.diagnosis.verl_version_used, best.env)
+            for alt in best.alternatives:
+                out.print(f"  or ({alt.title}): " + " ".join(o.line for o in alt.overrides), markup=False)
         for issue in inc.diagnosis.similar_issues[:3]:
             state = f" [{issue.state}]" if issue.state else ""
             out.print(
@@ -171,6 +173,8 @@ def render_markdown(report: ScanReport) -> str:
             best = inc.diagnosis.matches[0] if inc.diagnosis.matches else None
             if best is not None and best.overrides:
                 lines += ["Fix:", "", "```", *[o.line for o in best.overrides], "```", ""]
+            for alt in best.alternatives if best is not None else []:
+                lines += [f"{_md_text(alt.title)}:", "", "```", *[o.line for o in alt.overrides], "```", ""]
             if best is not None and best.env:
                 lines += ["Environment:", "", "```", *[f"export {e.line}" for e in best.env], "```", ""]
                 lines += [f"- `{e.name}`: {e.note}" for e in best.env if e.note] + [""]
