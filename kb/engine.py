@@ -9,11 +9,12 @@ from dataclasses import dataclass
 
 from kb import calibration as calibration_model
 from kb.corpus import Corpus
+from kb.didyoumean import key_suggestions
 from kb.distill import distill, is_question
 from kb.entry import Entry
+from kb.fixvalues import render_fix, render_overrides
 from kb.inputs import Input, decode
 from kb.loglines import Line, split_lines
-from kb.overrides import render_override, render_value
 from kb.result import (
     ConditionResult,
     EnvSetting,
@@ -28,7 +29,7 @@ from kb.result import (
 from kb.retriever import IssueSearcher, Retriever
 from kb.rules import RuleEngine, check_condition
 from kb.signals import Signals, extract_signals
-from kb.versions import KNOWN_RELEASES, VersionError, in_range, parse_version
+from kb.versions import VersionError, in_range, parse_version
 
 #: Rule confidence at or above which the semantic layer is not consulted at all (and never imported).
 RULES_DECISIVE = 0.85
@@ -164,6 +165,7 @@ class Diagnoser:
             matches=matches,
             notes=notes,
             similar_issues=similar,
+            did_you_mean=key_suggestions(signals, lines, version),
         )
 
     @staticmethod
@@ -218,6 +220,7 @@ class Diagnoser:
         if self.calibration is not None:
             conf, threshold = self.calibration.probability(features), self.calibration.match_threshold
         conf = round(conf, 3)
+        overrides, alternatives = render_fix(entry, version, signals.overrides)
         match = Match(
             id=entry.id,
             title=entry.title,
@@ -226,7 +229,8 @@ class Diagnoser:
             verdict="match" if conf >= threshold else "possible",
             cause=entry.cause,
             conditions=conditions,
-            overrides=rendered_overrides(entry, version),
+            overrides=overrides,
+            alternatives=alternatives,
             env=rendered_env(entry),
             actions=list(entry.meta.fix.actions),
             evidence=evidence,
@@ -284,28 +288,9 @@ def rendered_env(entry: Entry) -> list[EnvSetting]:
 
 
 def rendered_overrides(entry: Entry, version: str | None) -> list[RenderedOverride]:
-    """The entry's overrides for ``version``; for an unknown version, every range's line."""
-    out = []
-    for ov in entry.meta.fix.overrides:
-        if version is not None:
-            try:
-                applies = in_range(version, ov.verl)
-            except VersionError:
-                applies = True
-            if not applies:
-                continue
-            target = version
-        else:
-            covered = [r for r in KNOWN_RELEASES if in_range(r, ov.verl)]
-            if not covered:
-                continue
-            target = covered[-1]
-        out.append(
-            RenderedOverride(
-                key=ov.key, value=render_value(ov.value), line=render_override(ov.key, ov.value, target), verl=ov.verl
-            )
-        )
-    return out
+    """The entry's main overrides for ``version``; for an unknown version, every range's line (computed values
+    shown as the entry's examples: no job here)."""
+    return render_overrides(entry.meta.fix.overrides, version)
 
 
 def _summary(signals: Signals) -> SignalsSummary:

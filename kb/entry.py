@@ -177,9 +177,28 @@ class Condition(_Strict):
 
 class Override(_Strict):
     key: str
-    value: OverrideValue
+    value: OverrideValue = Field(
+        description="the value; with 'expr', the example shown when the job's values are unknown"
+    )
     verl: str
     note: str | None = None
+    expr: str | None = Field(
+        default=None,
+        description="the value as an expression over the job's resolved config (dotted keys, numbers, + - * / //, "
+        "min, max, ceil, gcd, lcm), computed from the input's overrides and the release's defaults",
+    )
+
+    @field_validator("expr")
+    @classmethod
+    def _expr_parses(cls, value: str | None) -> str | None:
+        if value is not None:
+            from kb.fixexpr import ExprError, expr_keys
+
+            try:
+                expr_keys(value)
+            except ExprError as exc:
+                raise ValueError(f"expr {value!r}: {exc}") from None
+        return value
 
     @field_validator("key")
     @classmethod
@@ -219,10 +238,24 @@ class EnvVar(_Strict):
         return value
 
 
+class Alternative(_Strict):
+    """Another way to fix it: its own block to copy, never pasted together with the main fix."""
+
+    title: str = Field(min_length=3)
+    overrides: list[Override] = Field(min_length=1)
+
+
 class Fix(_Strict):
     overrides: list[Override] = Field(default_factory=list)
     env: list[EnvVar] = Field(default_factory=list)
     actions: list[str] = Field(default_factory=list)
+    alternatives: list[Alternative] = Field(default_factory=list)
+
+    def override_groups(self) -> list[tuple[tuple[object, ...], list[Override]]]:
+        """(path in the front matter, overrides) of the main fix and of each alternative."""
+        groups: list[tuple[tuple[object, ...], list[Override]]] = [(("fix", "overrides"), self.overrides)]
+        groups += [(("fix", "alternatives", j, "overrides"), a.overrides) for j, a in enumerate(self.alternatives)]
+        return groups
 
     @model_validator(mode="after")
     def _something(self) -> Fix:

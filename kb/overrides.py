@@ -16,7 +16,8 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel
 
-from kb.keysets import KeyInfo, KeyStatus, classify, release_keys, releases_with_key, rename_for, renames
+from kb.keysets import KeyStatus, classify, release_keys, releases_with_key, rename_for, renames
+from kb.valuecheck import check_value
 from kb.versions import KNOWN_RELEASES, KNOWN_SPAN, in_range, nearest_release, parse_version
 
 _OVERRIDE_RE = re.compile(
@@ -194,17 +195,20 @@ def _where_else(key: str) -> str:
     return f"verl {present[0]} to {present[-1]} have it"
 
 
-def _value_problem(info: KeyInfo, value: str | None) -> str | None:
-    if value is None or info.kind not in ("int", "float"):
+def _bad_value(parsed: ParsedOverride, release: str, verdict: Any) -> OverrideVerdict | None:
+    """The verdict on the value of an override of a key the release's YAML has: Hydra's grammar, the key's
+    type, and the enum values verl validates (kb.valuecheck); None when the value is fine."""
+    if parsed.value is not None and "$" in parsed.value and not parsed.value.strip().startswith("${"):
+        return None  # a shell $VAR from a launch script: a placeholder, its value unknown here
+    node = release_keys(release).get(parsed.key, {})
+    problem = check_value(parsed.key, parsed.text, parsed.value, node.get("kind"), release, node.get("default"))
+    if problem is None:
         return None
-    v = value.strip().strip("'\"")
-    if v.lower() in ("null", "none") or "$" in v:  # ${oc.env:X} / ${a.b}, or a shell $VAR: a placeholder
-        return None
-    try:
-        float(v) if info.kind == "float" else int(float(v)) if re.fullmatch(r"-?\d+(\.0*)?(e\d+)?", v) else int(v)
-    except ValueError:
-        return f"'{value}' is not a number but the key holds {'an integer' if info.kind == 'int' else 'a number'}"
-    return None
+    suggestion = render_override(parsed.key, problem.use, release) if problem.has_use else None
+    if not problem.fails:
+        return verdict("deprecated", False, problem.message, suggestion)
+    result: OverrideVerdict = verdict("bad_value", True, problem.message, suggestion)
+    return result
 
 
 def _line(prefix: str, key: str, value: str | None) -> str:
@@ -255,9 +259,9 @@ def check_one(parsed: ParsedOverride, release: str) -> OverrideVerdict:
 
     if prefix == "":
         if in_yaml:
-            problem = _value_problem(info, value)
-            if problem:
-                return verdict("bad_value", True, f"{problem}; verl fails when it converts the config")
+            bad = _bad_value(parsed, release, verdict)
+            if bad is not None:
+                return bad
             rename = rename_for(key)
             if rename is not None and rename.deprecated and in_range(release, f">={rename.since}"):
                 return verdict(
@@ -285,7 +289,9 @@ def check_one(parsed: ParsedOverride, release: str) -> OverrideVerdict:
     # '+' or '++'
     if in_yaml:
         if prefix == "++":
-            return verdict("ok", False, f"verl {release} has this key; '++' overrides it")
+            return _bad_value(parsed, release, verdict) or verdict(
+                "ok", False, f"verl {release} has this key; '++' overrides it"
+            )
         return verdict(
             "remove_plus",
             True,

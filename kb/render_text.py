@@ -11,9 +11,9 @@ from rich.console import Console
 from rich.markdown import Markdown
 from rich.markup import escape
 
-from kb.entry import Entry
+from kb.entry import Entry, Override
 from kb.overrides import OverrideReport, render_override
-from kb.result import Result
+from kb.result import RenderedOverride, Result
 from kb.versions import KNOWN_RELEASES, in_range
 
 _STATUS_STYLE = {
@@ -106,10 +106,13 @@ def render_override_report(report: OverrideReport, out: Console | None = None) -
     )
 
 
-def overrides_by_version(entry: Entry, version: str | None) -> list[tuple[str, str]]:
-    """(range, rendered line) for each override; one version's lines only when ``version`` is given."""
+def overrides_by_version(
+    entry: Entry, version: str | None, overrides: list[Override] | None = None
+) -> list[tuple[str, str]]:
+    """(range, rendered line) for each override (the main fix's unless ``overrides`` is given); one version's
+    lines only when ``version`` is given."""
     rows = []
-    for ov in entry.meta.fix.overrides:
+    for ov in entry.meta.fix.overrides if overrides is None else overrides:
         if version is not None:
             if in_range(version, ov.verl):
                 rows.append((ov.verl, render_override(ov.key, ov.value, version)))
@@ -130,6 +133,14 @@ def render_entry(entry: Entry, version: str | None, out: Console | None = None) 
         for spec, line in overrides_by_version(entry, version):
             out.print(line, end="", markup=False, soft_wrap=True)
             out.print(f"   # verl {spec}", style="dim", markup=False, soft_wrap=True)
+    for alt in m.fix.alternatives:
+        out.print(f"{alt.title}:", style="bold", markup=False)
+        for spec, line in overrides_by_version(entry, version, alt.overrides):
+            out.print(line, end="", markup=False, soft_wrap=True)
+            out.print(f"   # verl {spec}", style="dim", markup=False, soft_wrap=True)
+    computed = [o for _, group in m.fix.override_groups() for o in group if o.expr]
+    for o in computed:
+        out.print(f"{o.key}: example value; from a log it is computed as {o.expr}", style="dim", markup=False)
     for env in m.fix.env:
         out.print(
             f"export {env.name}={shlex.quote(env.value)}" + (f"   # {env.note}" if env.note else ""), markup=False
@@ -161,6 +172,7 @@ def render_result(result: Result, out: Console | None = None) -> None:
         out.print("Seen: " + "; ".join(facts), style="dim", markup=False)
     for note in result.notes:
         out.print(f"note: {note}", style="dim", markup=False)
+    render_did_you_mean(result, out)
     if not result.matches:
         out.print("No known problem matches this input. Try `verl-doctor corpus list` or ask in words.")
         render_similar_issues(result, out)
@@ -184,9 +196,10 @@ def render_result(result: Result, out: Console | None = None) -> None:
         if m.overrides:
             version = f" (verl {result.verl_version_used})" if result.verl_version_used else ""
             out.print(f"Fix{version}:", style="bold")
-            for o in m.overrides:
-                label = "" if result.verl_version_used else f"   # verl {o.verl}"
-                out.print(f"  {o.line}{label}", markup=False)
+            _print_overrides(out, m.overrides, result.verl_version_used)
+        for alt in m.alternatives:
+            out.print(f"{alt.title}:", style="bold", markup=False)
+            _print_overrides(out, alt.overrides, result.verl_version_used)
         if m.env:
             out.print("Environment:", style="bold")
             for e in m.env:
@@ -203,6 +216,26 @@ def render_result(result: Result, out: Console | None = None) -> None:
         if i == 1 and m.sources:
             out.print("Sources: " + ", ".join(m.sources[:3]), style="dim", markup=False)
     render_similar_issues(result, out)
+
+
+def _print_overrides(out: Console, overrides: list[RenderedOverride], version: str | None) -> None:
+    """One block: each line whole, with what it applies to, and an example value marked as one."""
+    for o in overrides:
+        notes = [] if version else [f"verl {o.verl}"]
+        if o.example:
+            notes.append("example value: set it from your config")
+        elif o.computed:
+            notes.append(o.computed)
+        out.print(f"  {o.line}" + (f"   # {'; '.join(notes)}" if notes else ""), markup=False)
+
+
+def render_did_you_mean(result: Result, out: Console, indent: str = "") -> None:
+    """For each key Hydra rejected, the key meant on the release, and the line to use when the input has the value."""
+    for d in result.did_you_mean:
+        where = f"line {d.line_no}: " if d.line_no else ""
+        out.print(f"{indent}{where}{d.summary()}", style="yellow", markup=False)
+        if d.line:
+            out.print(f"{indent}  use: {d.line}", markup=False)
 
 
 def render_similar_issues(result: Result, out: Console) -> None:

@@ -22,6 +22,21 @@ class RenderedOverride(BaseModel):
         description="the override as typed on the command line: '+' where needed, quoted for a POSIX shell where needed"
     )
     verl: str = Field(description="the verl versions this line applies to")
+    example: bool = Field(
+        default=False,
+        description="True: the entry's example value, not computed (the input lacks the job's values); set your own",
+    )
+    computed: str | None = Field(
+        default=None,
+        description="how the value was computed from the job's values, 'data.train_batch_size'",
+    )
+
+
+class FixAlternative(BaseModel):
+    """Another way to fix it: its own block to copy, never to be pasted together with the main fix."""
+
+    title: str
+    overrides: list[RenderedOverride]
 
 
 class EnvSetting(BaseModel):
@@ -65,7 +80,10 @@ class Match(BaseModel):
     verdict: Literal["match", "possible"]
     cause: str
     conditions: list[ConditionResult]
-    overrides: list[RenderedOverride]
+    overrides: list[RenderedOverride] = Field(description="the main fix: one block to paste")
+    alternatives: list[FixAlternative] = Field(
+        default_factory=list, description="other fixes, each its own block (pick one; never paste them together)"
+    )
     env: list[EnvSetting] = Field(default_factory=list, description="environment variables of the fix")
     actions: list[str]
     evidence: list[Evidence]
@@ -107,6 +125,35 @@ class SimilarIssue(BaseModel):
     score: float = Field(ge=0.0, le=1.0, description="similarity to the input (semantic and lexical fused)")
 
 
+class KeySuggestion(BaseModel):
+    """Hydra rejected a config key of the input ("Could not override 'x'", "Key 'x' is not in struct",
+    "Could not append to config"): the key the user most likely meant on their verl release."""
+
+    key: str = Field(description="the key Hydra rejected")
+    error: Literal["could_not_override", "not_in_struct", "could_not_append"]
+    line_no: int | None = Field(default=None, description="1-based line of Hydra's message in the input")
+    release: str = Field(description="the verl release the key was checked against")
+    release_assumed: bool = Field(description="True when the input names no verl version (the newest known is used)")
+    suggested_key: str | None = Field(default=None, description="the key to write instead ('+' included in line)")
+    line: str | None = Field(
+        default=None,
+        description="the override to use with the input's own value, as render_override makes it; None when the "
+        "input does not carry the value",
+    )
+    reason: str = Field(description="why: a rename, a typo, a key that needs '+', a key that must drop '+'")
+    candidates: list[str] = Field(default_factory=list, description="other close keys of the release")
+
+    def summary(self) -> str:
+        """The one line every surface shows."""
+        where = f"checked against verl {self.release}" + (
+            ": the input names no release, so the newest known" if self.release_assumed else ""
+        )
+        reason = self.reason.rstrip(".")
+        if self.suggested_key is None:
+            return f"Hydra rejected '{self.key}': {reason} [{where}]"
+        return f"Hydra rejected '{self.key}': did you mean {self.suggested_key}? {reason} [{where}]"
+
+
 class Result(BaseModel):
     kb_version: str
     abstained: bool
@@ -114,6 +161,9 @@ class Result(BaseModel):
     signals: SignalsSummary
     matches: list[Match]
     notes: list[str] = Field(default_factory=list)
+    did_you_mean: list[KeySuggestion] = Field(
+        default_factory=list, description="for each config key Hydra rejected in the input, the key meant"
+    )
     similar_issues: list[SimilarIssue] = Field(
         default_factory=list, description="similar past issues from an imported archive, beside the entries"
     )

@@ -12,8 +12,9 @@ import yaml
 
 from kb.corpus import Corpus, CorpusError, EntryProblem, load_corpus
 from kb.corpus_files import iter_entry_files
-from kb.entry import Entry, TextCheck
-from kb.keysets import KeyStatus, classify
+from kb.entry import Entry, Override, TextCheck
+from kb.fixexpr import expr_keys
+from kb.keysets import KeyStatus, classify, release_keys
 from kb.overrides import close_keys, render_override, render_value
 from kb.patterns import PatternError, PatternSet, check_linear
 from kb.versions import KNOWN_RELEASES, KNOWN_SPAN, parse_version, releases_in
@@ -118,12 +119,36 @@ def check_patterns(entries: list[Entry], lines_of: dict[str, dict[tuple[object, 
     return problems
 
 
+def _all_overrides(entry: Entry) -> list[tuple[tuple[object, ...], int, Override]]:
+    """(path, index, override) of the main fix and of every alternative."""
+    return [(path, i, ov) for path, group in entry.meta.fix.override_groups() for i, ov in enumerate(group)]
+
+
+def _expr_problems(entry: Entry, ov: Override, covered: list[str], line: int) -> list[EntryProblem]:
+    """An override computed from the job's values must read keys the releases it covers have."""
+    if ov.expr is None:
+        return []
+    problems = []
+    for key in expr_keys(ov.expr):
+        missing = [r for r in covered if key not in release_keys(r)]
+        if missing:
+            problems.append(
+                EntryProblem(
+                    _rel(entry),
+                    line,
+                    f"override {ov.key}: its expr reads {key}, which verl {', '.join(missing)} does not have",
+                )
+            )
+    return problems
+
+
 def check_overrides_of(entry: Entry, lines: dict[tuple[object, ...], int]) -> list[EntryProblem]:
     problems = []
     entry_releases = set(releases_in(entry.meta.verl))
-    for i, ov in enumerate(entry.meta.fix.overrides):
+    for path, i, ov in _all_overrides(entry):
         covered = [r for r in releases_in(ov.verl) if r in entry_releases]
-        line = _line(lines, "fix", "overrides", i, "key")
+        line = _line(lines, *path, i, "key")
+        problems += _expr_problems(entry, ov, covered, line)
         if not covered:
             problems.append(
                 EntryProblem(
@@ -180,8 +205,8 @@ def check_override_lines(entry: Entry, lines: dict[tuple[object, ...], int]) -> 
     parser = _hydra_parser()
     problems = []
     entry_releases = set(releases_in(entry.meta.verl))
-    for i, ov in enumerate(entry.meta.fix.overrides):
-        line_no = _line(lines, "fix", "overrides", i, "value")
+    for path, i, ov in _all_overrides(entry):
+        line_no = _line(lines, *path, i, "value")
         if isinstance(ov.value, str) and ov.value.strip()[:1] in ("[", "{"):
             problems.append(
                 EntryProblem(

@@ -7,7 +7,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from kb.entry import Entry
-from kb.result import EnvSetting, RenderedOverride
+from kb.result import EnvSetting, FixAlternative, RenderedOverride
 
 
 class DiagnoseRequest(BaseModel):
@@ -27,6 +27,9 @@ class EntryDetail(EntrySummary):
     metrics: list[dict[str, Any]]
     conditions: list[dict[str, Any]]
     overrides: list[RenderedOverride]
+    alternatives: list[FixAlternative] = Field(
+        default_factory=list, description="other fixes, each its own block (pick one; never paste them together)"
+    )
     env: list[EnvSetting] = Field(default_factory=list)
     actions: list[str]
     questions: list[str]
@@ -47,15 +50,18 @@ def entry_summary(entry: Entry) -> EntrySummary:
 
 
 def entry_detail(entry: Entry, verl_version: str | None = None) -> EntryDetail:
-    from kb.engine import rendered_env, rendered_overrides
+    from kb.engine import rendered_env
+    from kb.fixvalues import render_fix
 
     m = entry.meta.model_dump(mode="json", exclude_none=True)
+    overrides, alternatives = render_fix(entry, verl_version)
     return EntryDetail(
         **entry_summary(entry).model_dump(),
         symptoms=m.get("symptoms", []),
         metrics=m.get("metrics", []),
         conditions=m.get("conditions", []),
-        overrides=rendered_overrides(entry, verl_version),
+        overrides=overrides,
+        alternatives=alternatives,
         env=rendered_env(entry),
         actions=list(entry.meta.fix.actions),
         questions=list(entry.meta.questions),

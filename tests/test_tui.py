@@ -451,3 +451,25 @@ def test_copy_gives_the_export_lines_of_an_environment_fix() -> None:
     ).read_text()
     match = next(m for m in Diagnoser(load_corpus(CORPUS)).diagnose(log).matches if m.id == "nccl-socket-ifname")
     assert copy_text(match) == "export NCCL_SOCKET_IFNAME=eth0\nexport GLOO_SOCKET_IFNAME=eth0"
+
+
+@pytest.mark.anyio
+async def test_a_chooses_the_alternative_that_c_copies(rules_engine: DoctorEngine) -> None:
+    """Each fix is its own block: `a` moves the choice to the next alternative, `c` copies the chosen one only."""
+    classic = (
+        "python3 -m verl.trainer.main_ppo data.train_batch_size=8 actor_rollout_ref.actor.ppo_mini_batch_size=16\n"
+        "ValueError: train_batch_size (8) must be >= actor.ppo_mini_batch_size (16)\n"
+    )
+    app = app_with(rules_engine)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await paste_and_submit(pilot, classic)
+        pane = app.query_one(DiagnosePane)
+        assert pane.result is not None and pane.result.matches[0].id == "train-batch-smaller-than-mini-batch"
+        app.query_one(ResultsList).focus()
+        await pilot.press("c")
+        assert app.clipboard == "actor_rollout_ref.actor.ppo_mini_batch_size=8"
+        await pilot.press("a")
+        body = str(app.query_one("#detail-body").render())
+        assert "▶ Or keep the mini batch" in body
+        await pilot.press("c")
+        assert app.clipboard == "data.train_batch_size=16"

@@ -34,7 +34,10 @@ def check_overrides_cmd(
     verl-doctor check-overrides -- "python -m verl.trainer.main_ppo data.train_batch_size=256 ..."
 
     Each override is fine, needs '+', must drop '+', is unknown (with a did-you-mean from the rename
-    table and the key set), or is accepted but ignored by that version. Exit 1 when any would fail or
+    table and the key set), or is accepted but ignored by that version; its value is checked too: Hydra's
+    grammar (a,b is a sweep Hydra refuses; a quoted '[a,b]' is a string), the key's type, and the enum
+    values that release validates (rollout.mode=sync raises from 0.7.0, rollout.name, trainer.logger
+    backends, adv_estimator, loss_agg_mode, ...), with the value to use. Exit 1 when any would fail or
     be ignored.
     """
     from kb.overrides import check_overrides, extract_overrides

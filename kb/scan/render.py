@@ -107,12 +107,18 @@ def render_finding(out: Console, f: Finding, cascade: list[Finding]) -> None:
         out.print(f"  {_where(inc)}", markup=False)
         if inc.title != f.title:
             out.print(f"  {inc.title[:240]}", markup=False)
+        for d in inc.diagnosis.did_you_mean:
+            out.print(f"  {d.summary()}", markup=False)
+            if d.line:
+                out.print(f"  use: {d.line}", markup=False)
         best = inc.diagnosis.matches[0] if inc.diagnosis.matches else None
         if best is not None:
             cause = best.cause.split("\n\n")[0].strip()
             if cause:
                 out.print(f"  why: {cause[:600]}", markup=False)
             _fix(out, best.overrides, best.actions, inc.diagnosis.verl_version_used, best.env)
+            for alt in best.alternatives:
+                out.print(f"  or ({alt.title}): " + " ".join(o.line for o in alt.overrides), markup=False)
         for issue in inc.diagnosis.similar_issues[:3]:
             state = f" [{issue.state}]" if issue.state else ""
             out.print(
@@ -191,9 +197,13 @@ def render_markdown(report: ScanReport) -> str:
         if inc is not None:
             lines.append(f"Seen {_where(inc)}." + (f" Caused by {inc.caused_by}." if inc.caused_by else ""))
             lines.append("")
+            for d in inc.diagnosis.did_you_mean:
+                lines += [_md_text(d.summary()), ""] + (["```", d.line, "```", ""] if d.line else [])
             best = inc.diagnosis.matches[0] if inc.diagnosis.matches else None
             if best is not None and best.overrides:
                 lines += _md_fix(best.overrides, inc.diagnosis.verl_version_used)
+            for alt in best.alternatives if best is not None else []:
+                lines += [f"{_md_text(alt.title)}:", "", "```", *[o.line for o in alt.overrides], "```", ""]
             if best is not None and best.env:
                 lines += ["Environment:", "", "```", *[f"export {e.line}" for e in best.env], "```", ""]
                 lines += [f"- `{e.name}`: {e.note}" for e in best.env if e.note] + [""]

@@ -14,7 +14,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from kb.engine import Diagnoser
-from kb.entry import AREAS
+from kb.entry import AREAS, Entry
 from kb.inputs import InputError
 from kb.result import RenderedOverride, Result
 from kb.search import search_entries
@@ -150,6 +150,19 @@ def _override_groups(overrides: list[RenderedOverride], version: str | None) -> 
     return list(groups.items())
 
 
+def _notes(entry: Entry) -> dict[str, str]:
+    """key → note under the fix blocks: the entry's notes, and how a computed value is worked out."""
+    notes: dict[str, str] = {}
+    for _, group in entry.meta.fix.override_groups():
+        for o in group:
+            text = [o.note] if o.note else []
+            if o.expr:
+                text.append(f"the value shown is an example; diagnosing your log computes it as {o.expr}")
+            if text:
+                notes[o.key] = "; ".join(text)
+    return notes
+
+
 @router.get("/entries/{entry_id}")
 async def entry_page(request: Request, entry_id: str, diagnoser: DiagnoserDep, verl: str = "") -> Response:
     entry = diagnoser.entries.get(entry_id)
@@ -176,7 +189,8 @@ async def entry_page(request: Request, entry_id: str, diagnoser: DiagnoserDep, v
         title=f"{entry.title} · verl-doctor",
         releases=releases,
         override_groups=_override_groups(data.overrides, version),
-        notes={o.key: o.note for o in entry.meta.fix.overrides if o.note},
+        alternative_groups=[(a.title, _override_groups(a.overrides, version)) for a in data.alternatives],
+        notes=_notes(entry),
     )
 
 

@@ -38,6 +38,7 @@ the conditions, and the exact overrides for your verl version, with the lines th
 | n / p in the input | next / previous evidence line |
 | Ctrl+G | go to a line of the input |
 | c | copy the overrides (OSC 52: your terminal's clipboard, also over ssh; in tmux: `set -g set-clipboard on`) |
+| a | choose the next fix block (the main fix, then each alternative, ▶ marks it) for c to copy |
 
 Results from the rules show at once; once the embedding model has loaded (the title bar says
 so), the input is diagnosed again with semantic search.

@@ -15,7 +15,7 @@ from kb.result import Match, Result
 from tui.engine import DoctorEngine, UsesEngine
 from tui.safe_text import fill, lines
 from tui.widgets.diagnose.input_view import InputView
-from tui.widgets.diagnose.results import MatchDetail, ResultsList, copy_text
+from tui.widgets.diagnose.results import MatchDetail, ResultsList, copy_text, fix_blocks
 
 PLACEHOLDER = (
     "Paste a traceback, a log excerpt or a question here, then press Ctrl+D to diagnose.\n"
@@ -48,6 +48,7 @@ class DiagnosePane(UsesEngine, Vertical):
         Binding("ctrl+e", "edit", "Edit input"),
         Binding("ctrl+g", "goto_line", "Go to line"),
         Binding("c", "copy_overrides", "Copy fix"),
+        Binding("a", "next_fix", "Next fix"),
         Binding("o", "open_entry", "Open entry"),
     ]
 
@@ -72,6 +73,8 @@ class DiagnosePane(UsesEngine, Vertical):
         self._text: str | None = None
         self._pending: str | None = None
         self._generation = 0
+        self.fix_choice = 0  # the fix block `c` copies: 0 the main fix, then each alternative (`a` moves on)
+        self._fix_for: str | None = None
 
     def compose(self) -> ComposeResult:
         with Horizontal():
@@ -188,7 +191,9 @@ class DiagnosePane(UsesEngine, Vertical):
             detail.show_hint(lines([hint, "", *notes]))
             view.set_marks([])
             return
-        detail.show(match, self.result)
+        if match.id != self._fix_for:
+            self._fix_for, self.fix_choice = match.id, 0
+        detail.show(match, self.result, self.fix_choice)
         view.set_marks([ev.line_no for ev in match.evidence if ev.line_no])
 
     @on(OptionList.OptionHighlighted, "#results")
@@ -205,9 +210,19 @@ class DiagnosePane(UsesEngine, Vertical):
         self.query_one(ContentSwitcher).current = "paste"
         self.query_one(PasteArea).focus()
 
+    def action_next_fix(self) -> None:
+        """Choose the next fix block (the main fix, then each alternative) for `c` to copy."""
+        match = self.current_match
+        count = len(fix_blocks(match)) if match is not None else 0
+        if match is None or count < 2 or self.result is None:
+            self.notify("This diagnosis has one fix only.", severity="information")
+            return
+        self.fix_choice = (self.fix_choice + 1) % count
+        self.query_one(MatchDetail).show(match, self.result, self.fix_choice)
+
     def action_copy_overrides(self) -> None:
         match = self.current_match
-        text = copy_text(match) if match is not None else ""
+        text = copy_text(match, self.fix_choice) if match is not None else ""
         if not text:
             self.notify("No overrides to copy for this diagnosis.", severity="warning")
             return
@@ -238,6 +253,6 @@ class DiagnosePane(UsesEngine, Vertical):
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         focused = self.app.focused
-        if action in ("copy_overrides", "open_entry") and isinstance(focused, TextArea):
+        if action in ("copy_overrides", "open_entry", "next_fix") and isinstance(focused, TextArea):
             return False  # the key types a 'c' there
         return not (action == "edit" and self.query_one(ContentSwitcher).current == "paste")

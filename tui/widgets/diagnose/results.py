@@ -10,7 +10,7 @@ from textual.widgets import Markdown, OptionList, Static
 from textual.widgets.option_list import Option
 
 from kb.render_text import terminal_safe
-from kb.result import Match, Result
+from kb.result import Match, RenderedOverride, Result
 from tui.safe_text import fill, lines
 
 _VERDICT_STYLE = {"match": "bold green", "possible": "yellow"}
@@ -30,12 +30,19 @@ def match_prompt(match: Match) -> Text:
     )
 
 
-def copy_text(match: Match) -> str:
-    """What `c` copies: the overrides as one command-line fragment (each line is already quoted for a POSIX
-    shell where it needs it); for a fix made of environment variables only, their export lines. Empty when
-    the fix has neither."""
-    if match.overrides:
-        return " ".join(o.line for o in match.overrides)
+def fix_blocks(match: Match) -> list[tuple[str, list[RenderedOverride]]]:
+    """The main fix and each alternative: separate blocks, one of which `c` copies."""
+    blocks = [("Fix", match.overrides)] if match.overrides else []
+    return blocks + [(alt.title, alt.overrides) for alt in match.alternatives if alt.overrides]
+
+
+def copy_text(match: Match, choice: int = 0) -> str:
+    """What `c` copies: the chosen fix block (the main fix, or an alternative picked with `a`) as one
+    command-line fragment (each line is already quoted for a POSIX shell where it needs it); for a fix made of
+    environment variables only, their export lines. Empty when the fix has neither."""
+    blocks = fix_blocks(match)
+    if blocks:
+        return " ".join(o.line for o in blocks[choice % len(blocks)][1])
     return "\n".join(f"export {e.line}" for e in match.env)
 
 
@@ -80,7 +87,7 @@ class MatchDetail(VerticalScroll, can_focus=True):
         self.query_one("#detail-cause", Markdown).update("")
         self.query_one("#detail-body", Static).update("")
 
-    def show(self, match: Match, result: Result) -> None:
+    def show(self, match: Match, result: Result, choice: int = 0) -> None:
         verdict = "[$text-success]match[/]" if match.verdict == "match" else "[$text-warning]possible[/]"
         head = fill(
             "[b]$title[/b]\n[$text-muted]$id · $area[/] · " + verdict + f" {match.confidence:.2f}",
@@ -90,24 +97,40 @@ class MatchDetail(VerticalScroll, can_focus=True):
         )
         self.query_one("#detail-head", Static).update(head)
         self.query_one("#detail-cause", Markdown).update(match.cause.strip())
-        self.query_one("#detail-body", Static).update(detail_body(match, result))
+        self.query_one("#detail-body", Static).update(detail_body(match, result, choice))
         self.scroll_home(animate=False)
 
 
-def detail_body(match: Match, result: Result) -> Content:
-    """The part of the detail after the cause: layout in markup, everything from the input as plain text."""
+def detail_body(match: Match, result: Result, choice: int = 0) -> Content:
+    """The part of the detail after the cause: layout in markup, everything from the input as plain text.
+    ``choice``: the fix block `c` copies (marked ▶)."""
     parts: list[Content | str] = []
+    for d in result.did_you_mean:
+        parts.append(fill("[b $text-warning]Did you mean[/]  $summary", summary=d.summary()))
+        if d.line:
+            parts.append(fill("  [$text-accent]$line[/]", line=d.line))
+        parts.append("")
     if match.conditions:
         parts.append("[b]Conditions[/b]")
         parts += [fill(f" {_CONDITION[c.status]} $text", text=c.text) for c in match.conditions]
     version = result.verl_version_used
-    if match.overrides:
+    blocks = fix_blocks(match)
+    chosen = choice % len(blocks) if blocks else 0
+    for i, (title, overrides) in enumerate(blocks):
         parts.append("")
-        where = f"verl {version}" if version else "each verl range (no verl version found in the input)"
-        parts.append(fill("[b]Fix for $where[/b]  [$text-muted](c copies)[/]", where=where))
-        for o in match.overrides:
-            suffix = "" if version else "  [$text-muted]# verl $verl[/]"
-            parts.append(fill("  [$text-accent]$line[/]" + suffix, line=o.line, verl=o.verl))
+        mark = "▶ " if i == chosen else "  "
+        hint = "(c copies" + ("; a: next fix)" if len(blocks) > 1 else ")")
+        if i == 0 and title == "Fix":
+            where = f"verl {version}" if version else "each verl range (no verl version found in the input)"
+            head = fill("$mark[b]Fix for $where[/b]", mark=mark, where=where)
+        else:
+            head = fill("$mark[b]$title[/b]", mark=mark, title=title)
+        parts.append(head + (fill("  [$text-muted]$hint[/]", hint=hint) if i == chosen else ""))
+        for o in overrides:
+            notes = [] if version else [f"verl {o.verl}"]
+            notes += ["example value: set it from your config"] if o.example else [o.computed] if o.computed else []
+            suffix = "  [$text-muted]# $note[/]" if notes else ""
+            parts.append(fill("  [$text-accent]$line[/]" + suffix, line=o.line, note="; ".join(notes)))
     if match.env:
         parts.append("")
         parts.append("[b]Environment[/b]")
@@ -139,4 +162,4 @@ def detail_body(match: Match, result: Result) -> Content:
     return lines(parts)
 
 
-__all__ = ["MatchDetail", "ResultsList", "copy_text", "detail_body", "match_prompt"]
+__all__ = ["MatchDetail", "ResultsList", "copy_text", "detail_body", "fix_blocks", "match_prompt"]
