@@ -1,6 +1,8 @@
 # Two commands set up and run everything on a fresh clone:
 #   make run   - venv + torch (CPU) + verl-doctor, then the main job on the bundled corpus and model
-#   make test  - the same set-up plus the dev tools, then the whole test suite
+#   make test  - the same set-up plus the dev tools, then the whole test suite (in random order:
+#                pytest-randomly; `-p no:randomly` keeps the file order, `--randomly-seed=N` replays an order)
+#   make test-fast - the same without the tests marked slow (under a minute)
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
@@ -10,7 +12,7 @@ TORCH  := torch==2.13.0
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: run test lint eval setup dev clean
+.PHONY: run test test-fast lint eval setup dev clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -51,6 +53,9 @@ eval: setup
 
 test: dev
 	$(BIN)/python -m pytest -q
+
+test-fast: dev
+	$(BIN)/python -m pytest -q -m "not slow"
 
 lint: dev
 	$(BIN)/ruff check kb indexer server tui tests scripts bench

@@ -14,8 +14,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from kb.engine import Diagnoser
-    from kb.issues import IssueSearcher
-    from kb.retriever import Retriever
+    from kb.retriever import IssueSearcher, Retriever
 
 __all__ = ["load_diagnoser"]
 

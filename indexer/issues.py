@@ -60,6 +60,10 @@ class IssueIndex:
     ) -> None:
         import bm25s
 
+        from indexer.quiet import quiet_bm25s
+
+        quiet_bm25s()
+
         from indexer.semantic import tokenize
 
         self.issues = list(issues)
@@ -215,7 +219,7 @@ def clear_archives() -> int:
 
 
 class ActiveArchive:
-    """The active archive as an :class:`kb.issues.IssueSearcher` that follows imports: when ``active.json``
+    """The active archive as an :class:`kb.retriever.IssueSearcher` that follows imports: when ``active.json``
     changes (a new ``verl-doctor issues import``, or ``issues clear``), the next search loads the new one."""
 
     def __init__(self, embedder: Callable[[], Embedder | None] | None = None) -> None:

@@ -17,6 +17,7 @@ from typing import Any, Literal
 import numpy as np
 
 from indexer import onnx_model
+from indexer.quiet import quiet_transformers
 from kb.cache import cache_dir
 from kb.entry import Entry
 from kb.retriever import entry_document
@@ -61,6 +62,7 @@ class Embedder:
     def _sentence_transformer(self) -> Any:
         with self._load_lock:
             if self._torch is None:
+                quiet_transformers()  # only here: on the ONNX path transformers is never imported
                 from sentence_transformers import SentenceTransformer
 
                 self._torch = SentenceTransformer(self.path, device="cpu")

@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, Field, field_validator
+from pydantic import BaseModel, Field, field_validator, model_validator
 
-from kb.engine import Diagnoser, is_question, rendered_env, rendered_overrides
+from kb.distill import is_question
+from kb.engine import POSSIBLE_THRESHOLD, Diagnoser, rendered_env, rendered_overrides
 from kb.entry import Entry
 from kb.llm import Grounding, LLMClient, LLMError, check_reply
 from kb.loglines import Line, split_lines
@@ -53,9 +54,31 @@ class ChatMessage(BaseModel):
 
 
 class AskRequest(BaseModel):
-    messages: list[ChatMessage] = Field(min_length=1, max_length=100, description="the conversation, oldest first")
+    """The conversation as ``messages``, or (as the MCP ``ask`` tool takes it) ``question`` with the user's
+    ``earlier`` messages."""
+
+    messages: list[ChatMessage] = Field(
+        default_factory=list, max_length=100, description="the conversation, oldest first (or give `question`)"
+    )
+    question: str | None = Field(
+        default=None, max_length=MAX_MESSAGE_CHARS, description="a question in words (instead of `messages`)"
+    )
+    earlier: list[Annotated[str, Field(max_length=MAX_MESSAGE_CHARS)]] | None = Field(
+        default=None, max_length=50, description="with `question`: the user's earlier messages, oldest first"
+    )
     verl_version: str | None = Field(default=None, max_length=40, description="overrides are rendered for it")
     top: int = Field(default=3, ge=1, le=10, description="how many closest entries to list when abstaining")
+
+    @model_validator(mode="after")
+    def _conversation(self) -> AskRequest:
+        if self.question is not None or self.earlier:
+            if self.messages:
+                raise ValueError("give `messages`, or `question` (with `earlier`), not both")
+            turns = [*(self.earlier or []), self.question or ""]
+            self.messages = [ChatMessage(role="user", content=t) for t in turns if t.strip()]
+        if not self.messages:
+            raise ValueError("`messages` (or `question`) is required")
+        return self
 
 
 class Citation(BaseModel):
@@ -546,7 +569,7 @@ def ask(
     others = [
         _citation(diagnoser.entries[m.id], m)
         for m in chosen.matches[1:]
-        if m.id not in {c.id for c in citations} and m.confidence >= 0.40
+        if m.id not in {c.id for c in citations} and m.confidence >= POSSIBLE_THRESHOLD
     ][:2]
     answer = AskAnswer(
         answer=compose(entry, best, facts, conditions, overrides, missing, citations[1:] + others, similar, followup),

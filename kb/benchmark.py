@@ -13,11 +13,15 @@ import math
 from collections import defaultdict
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
 from kb.result import Result
+
+if TYPE_CHECKING:
+    from kb.calibration import Calibration
+    from kb.engine import Diagnoser
 
 Kind = Literal["traceback", "log", "question", "metrics"]
 Split = Literal["dev", "holdout"]
@@ -140,6 +144,16 @@ class GroupRow(BaseModel):
     negatives_confident: Rate
 
 
+class ReliabilityBin(BaseModel):
+    """First answers whose confidence fell in [low, high): how sure the engine was, and how often right."""
+
+    low: float
+    high: float
+    answers: int
+    mean_confidence: float
+    accuracy: float
+
+
 class BenchmarkReport(BaseModel):
     split: str
     cases: int
@@ -159,6 +173,10 @@ class BenchmarkReport(BaseModel):
     by_area: list[GroupRow]
     misses: list[BenchMiss]
     unknown_ids: list[str] = Field(default_factory=list, description="expected ids that are no corpus entry")
+    reliability: list[ReliabilityBin] = Field(
+        default_factory=list, description="confidence of first answers vs accuracy"
+    )
+    ece: float = Field(default=0.0, description="expected calibration error of the first answers (10 bins)")
 
 
 def score(
@@ -173,9 +191,12 @@ def score(
     groups: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0, 0, 0, 0])
     misses: list[BenchMiss] = []
     unknown: set[str] = set()
+    firsts: list[tuple[float, bool]] = []
     for case in cases:
         result = diagnose(case.input)
         got = [Returned(id=m.id, verdict=m.verdict, confidence=round(m.confidence, 3)) for m in result.matches]
+        if got:
+            firsts.append((got[0].confidence, got[0].id in case.answers))
         claimed = any(m.verdict == "match" for m in result.matches)
         keys = [("kind", case.kind), ("area", case.area)]
         if case.negative:
@@ -205,6 +226,7 @@ def score(
             )
             misses.append(_miss(case, got, why))
     answerable = sum(1 for c in pos if not c.no_entry)
+    reliability, ece = _reliability(firsts)
     return BenchmarkReport(
         split=split,
         cases=len(cases),
@@ -225,7 +247,43 @@ def score(
         by_area=_rows(groups, "area"),
         misses=misses,
         unknown_ids=sorted(unknown),
+        reliability=reliability,
+        ece=ece,
     )
+
+
+def _reliability(firsts: list[tuple[float, bool]], bins: int = 10) -> tuple[list[ReliabilityBin], float]:
+    rows: list[ReliabilityBin] = []
+    ece = 0.0
+    for b in range(bins):
+        low, high = b / bins, (b + 1) / bins
+        inside = [(p, ok) for p, ok in firsts if low <= p < high or (b == bins - 1 and p == 1.0)]
+        if not inside:
+            continue
+        mean = sum(p for p, _ in inside) / len(inside)
+        accuracy = sum(ok for _, ok in inside) / len(inside)
+        ece += len(inside) / len(firsts) * abs(mean - accuracy)
+        rows.append(ReliabilityBin(low=low, high=high, answers=len(inside), mean_confidence=mean, accuracy=accuracy))
+    return rows, ece
+
+
+def fit_calibration(diagnoser: Diagnoser, cases: list[RealCase], note: str) -> Calibration:
+    """Fit kb.calibration on every candidate the hand-set fusion keeps for the cases (dev only)."""
+    import copy
+
+    from kb import calibration
+
+    plain = copy.copy(diagnoser)
+    plain.calibration = None
+    rows: list[tuple[dict[str, float], int]] = []
+    firsts: list[tuple[dict[str, float], int]] = []
+    for case in cases:
+        for i, m in enumerate(plain.diagnose(case.input, top=50).matches):
+            label = int(m.id in case.answers)
+            rows.append((m.features, label))
+            if i == 0:
+                firsts.append((m.features, label))
+    return calibration.fit(rows, firsts, note)
 
 
 def _miss(case: RealCase, got: list[Returned], why: str) -> BenchMiss:
@@ -300,6 +358,13 @@ def render_benchmark(report: BenchmarkReport) -> None:
                 _short(row.negatives_confident),
             )
         out.print(table)
+    if report.reliability:
+        table = Table("confidence", "answers", "mean confidence", "right")
+        for cell in report.reliability:
+            band = f"{cell.low:.1f}-{cell.high:.1f}"
+            table.add_row(band, str(cell.answers), f"{cell.mean_confidence:.2f}", f"{cell.accuracy:.0%}")
+        out.print(table)
+        out.print(f"expected calibration error of the first answers: {report.ece:.3f}", markup=False)
     if report.unknown_ids:
         out.print(f"expected ids that are no entry: {', '.join(report.unknown_ids)}", style="red", markup=False)
     for miss in report.misses:

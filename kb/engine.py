@@ -7,9 +7,11 @@ import shlex
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from kb import calibration as calibration_model
 from kb.corpus import Corpus
+from kb.distill import distill, is_question
 from kb.entry import Entry
-from kb.issues import IssueSearcher
+from kb.inputs import Input, decode
 from kb.loglines import Line, split_lines
 from kb.overrides import render_override, render_value
 from kb.result import (
@@ -23,7 +25,7 @@ from kb.result import (
     SignalsSummary,
     SimilarIssue,
 )
-from kb.retriever import Retriever
+from kb.retriever import IssueSearcher, Retriever
 from kb.rules import RuleEngine, check_condition
 from kb.signals import Signals, extract_signals
 from kb.versions import KNOWN_RELEASES, VersionError, in_range, parse_version
@@ -47,39 +49,6 @@ class Candidate:
     lexical: float = 0.0
     evidence: list[Evidence] | None = None
     question: bool = False
-
-
-def distill(lines: list[Line], signals: Signals, max_chars: int = 1200) -> str:
-    """The part of an input worth embedding: exceptions, Hydra errors, verl frames, error-looking lines.
-
-    A plain question (no exception, few lines) is returned as it is.
-    """
-    if is_question(lines, signals):
-        return " ".join(ln.text.strip() for ln in lines)[:max_chars]
-    parts: list[str] = []
-    for exc in signals.exceptions[-3:]:
-        parts.append(f"{exc.type}: {exc.message}")
-    for h in signals.hydra[:3]:
-        parts.append(lines_by_no(lines, h.line_no))
-    verl_frames = [f for f in signals.frames if f.is_verl][-3:]
-    parts += [f"{f.path.split('/verl/')[-1]} {f.function}" for f in verl_frames]
-    if len(" ".join(parts)) < 200:
-        keywords = ("error", "Error", "failed", "Failed", "Exception", "refused", "timeout", "killed", "WARN")
-        parts += [ln.text.strip() for ln in lines if any(k in ln.text for k in keywords)][-5:]
-    text = " ".join(dict.fromkeys(p for p in parts if p))
-    if not text:
-        text = " ".join(ln.text.strip() for ln in lines[-10:])
-    return text[:max_chars]
-
-
-def is_question(lines: list[Line], signals: Signals) -> bool:
-    """Words rather than output: no exception, no Hydra error, no metrics, a few lines."""
-    return not (signals.exceptions or signals.hydra or signals.metrics or signals.frames) and len(lines) <= 6
-
-
-def lines_by_no(lines: list[Line], no: int) -> str:
-    idx = no - (lines[0].no if lines else 1)
-    return lines[idx].text.strip() if 0 <= idx < len(lines) else ""
 
 
 def _semantic_confidence(sim: float) -> float:
@@ -106,6 +75,8 @@ class Diagnoser:
         self._issues: IssueSearcher | None = None
         self._issues_loaded = False
         self.kb_version = corpus.fingerprint
+        #: Fitted confidence (kb/data/calibration.json); None keeps the hand-set fusion and its thresholds.
+        self.calibration = calibration_model.load()
 
     def without_retriever(self) -> Diagnoser:
         """The same corpus and compiled rules with no semantic layer: never loads the model."""
@@ -127,6 +98,16 @@ class Diagnoser:
             self._issues = self.issues_factory()
             self._issues_loaded = True
         return self._issues
+
+    def diagnose_input(self, given: Input | str, top: int = 5, name: str = "input") -> Result:
+        """What every surface does with what a user gave: ``given`` already read (``kb.inputs.read_input``)
+        or text to decode (``kb.inputs.decode``: raises ``InputError`` for empty or binary input, named
+        ``name``), diagnosed, with the input's own notes (a huge input cut, bytes replaced) first."""
+        if isinstance(given, str):
+            given = decode(given.encode("utf-8", "replace"), name)
+        result = self.diagnose(given.text, top=top)
+        result.notes = given.notes + result.notes
+        return result
 
     def diagnose(self, text: str, top: int = 5, semantic: bool = True, facts: Signals | None = None) -> Result:
         """``facts``: what is known about the run beyond ``text`` (a scan's job-wide versions, GPUs,
@@ -160,7 +141,9 @@ class Diagnoser:
 
         version = self.version_for(signals)
         matches = [self.build_match(c, signals, lines, version) for c in cands.values()]
-        matches = [m for m in matches if m.confidence >= POSSIBLE_THRESHOLD]
+        # The fit saw only candidates the hand-set fusion keeps, so that floor stays; the fitted one is on top.
+        floor = self.calibration.possible_threshold if self.calibration else 0.0
+        matches = [m for m in matches if m.features["heuristic"] >= POSSIBLE_THRESHOLD and m.confidence >= floor]
         matches.sort(key=lambda m: (-m.confidence, m.id))
         matches = matches[:top]
         abstained = not any(m.verdict == "match" for m in matches)
@@ -226,13 +209,21 @@ class Diagnoser:
                 conf = min(conf * 0.6, FIXED_RELEASE_CAP)
         elif version is not None and _entry_excludes(entry, version):
             conf *= 0.6
-        conf = round(max(0.0, min(1.0, conf)), 3)
-        return Match(
+        conf = max(0.0, min(1.0, conf))
+        features = calibration_model.features(
+            conf, c.rule, c.semantic, c.lexical, c.question, fails, holds,
+            version is not None and _entry_excludes(entry, version), shows_verl(signals),
+        )
+        threshold = MATCH_THRESHOLD
+        if self.calibration is not None:
+            conf, threshold = self.calibration.probability(features), self.calibration.match_threshold
+        conf = round(conf, 3)
+        match = Match(
             id=entry.id,
             title=entry.title,
             area=entry.area,
             confidence=conf,
-            verdict="match" if conf >= MATCH_THRESHOLD else "possible",
+            verdict="match" if conf >= threshold else "possible",
             cause=entry.cause,
             conditions=conditions,
             overrides=rendered_overrides(entry, version),
@@ -242,6 +233,20 @@ class Diagnoser:
             sources=list(entry.meta.sources),
             known_bug=known_bug,
         )
+        match.features = features
+        return match
+
+
+_VERL_KEY_ROOTS = ("actor_rollout_ref.", "critic.", "reward_model.", "algorithm.", "trainer.", "data.")
+
+
+def shows_verl(signals: Signals) -> bool:
+    """The input shows verl itself: a verl frame, verl's version, or verl's config keys."""
+    return (
+        any(f.is_verl for f in signals.frames)
+        or "verl" in signals.versions
+        or any(k.lstrip("+~").startswith(_VERL_KEY_ROOTS) for k in signals.overrides)
+    )
 
 
 def merge_facts(signals: Signals, facts: Signals) -> None:

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import io
+import os
+import stat
 from dataclasses import dataclass, field
 from typing import BinaryIO
 
 #: A paste is diagnosed from its head and tail; a whole job's logs belong to `verl-doctor scan`.
 MAX_INPUT_BYTES = 4 * 1024 * 1024
 HEAD_BYTES = 512 * 1024
+#: Most bytes read from something that is not a regular file (a pipe, a device, /proc): ``/dev/zero`` never ends.
+MAX_STREAM_BYTES = 256 * 1024 * 1024
 
 
 class InputError(ValueError):
@@ -22,6 +27,7 @@ class Input:
 
 def read_input(stream: BinaryIO, name: str = "input") -> Input:
     """Read at most the head and the tail of ``stream``; refuse binary data and empty input."""
+    limit = _stream_limit(stream)
     head = stream.read(MAX_INPUT_BYTES + 1)
     notes: list[str] = []
     if len(head) > MAX_INPUT_BYTES:
@@ -29,6 +35,9 @@ def read_input(stream: BinaryIO, name: str = "input") -> Input:
         tail = bytearray(head[-(MAX_INPUT_BYTES - HEAD_BYTES) :])
         total = len(head)
         while True:
+            if limit is not None and total >= limit:
+                notes.append(f"{name} is not a regular file; stopped reading after {limit // (1 << 20)} MB")
+                break
             chunk = stream.read(1 << 20)
             if not chunk:
                 break
@@ -43,6 +52,17 @@ def read_input(stream: BinaryIO, name: str = "input") -> Input:
     else:
         data = head
     return decode(data, name, notes)
+
+
+def _stream_limit(stream: BinaryIO) -> int | None:
+    """None for a regular file with a size (it ends); MAX_STREAM_BYTES for a pipe, a device or a /proc file."""
+    try:
+        st = os.fstat(stream.fileno())
+    except (AttributeError, OSError, ValueError, io.UnsupportedOperation):
+        return None  # an in-memory buffer: already bounded
+    if stat.S_ISREG(st.st_mode) and st.st_size > 0:
+        return None
+    return MAX_STREAM_BYTES
 
 
 def decode(data: bytes, name: str = "input", notes: list[str] | None = None) -> Input:

@@ -1,4 +1,4 @@
-"""A GitHub issue archive: parsing an export, and the interface the issue index implements.
+"""A GitHub issue archive: parsing an export into the issues the archive's index searches.
 
 Two export shapes are read, as a JSON array, several concatenated arrays (``gh api --paginate``) or
 JSON Lines:
@@ -10,14 +10,14 @@ JSON Lines:
   ``html_url`` is the web link, ``comments`` is a count, and pull requests carry ``pull_request``
   (they are skipped).
 
-kb never imports the index itself (``indexer.issues``); it declares :class:`IssueSearcher`.
+kb never imports the index itself (``indexer.issues``); it implements :class:`kb.retriever.IssueSearcher`.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from typing import Any, Protocol
+from typing import Any
 
 from pydantic import BaseModel, Field
 
@@ -51,14 +51,6 @@ class Issue(BaseModel):
 
 class ExportError(ValueError):
     """The file is not a GitHub issues export we can read (the message says why)."""
-
-
-class IssueSearcher(Protocol):
-    """Finds past issues similar to a short query (a distilled error or a question)."""
-
-    def similar(self, query: str, k: int = 3, semantic: bool = True) -> list[SimilarIssue]:
-        """Similar issues, best first, each with a score in [0, 1]; only those above the index's floor."""
-        ...
 
 
 _API_URL = re.compile(r"^https://api\.github\.com/repos/([^/]+/[^/]+)/issues/(\d+)$")
@@ -178,7 +170,7 @@ def parse_export(data: bytes, name: str = "export") -> list[Issue]:
 
 def issue_document(issue: Issue) -> str:
     """What an issue is embedded by: its title and the error part of its body."""
-    from kb.engine import distill
+    from kb.distill import distill
     from kb.loglines import split_lines
     from kb.signals import extract_signals
 

@@ -17,7 +17,7 @@ import yaml
 from pydantic import BaseModel
 
 from kb.keysets import KeyInfo, KeyStatus, classify, release_keys, releases_with_key, rename_for, renames
-from kb.versions import KNOWN_RELEASES, in_range, nearest_release, parse_version
+from kb.versions import KNOWN_RELEASES, KNOWN_SPAN, in_range, nearest_release, parse_version
 
 _OVERRIDE_RE = re.compile(
     r"^(?P<prefix>\+\+|\+|~)?(?P<key>[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z0-9_]+)*)(?:=(?P<value>.*))?$"
@@ -72,9 +72,11 @@ def render_value(value: Any) -> str:
 
 
 def render_override(key: str, value: Any, version: str) -> str:
-    """``key=value`` or ``+key=value`` as the given verl release needs it."""
+    """``key=value`` or ``+key=value`` as the given verl release needs it, quoted for a POSIX shell where
+    the shell would change it (a list's brackets are a glob, a Hydra-quoted string's quotes would go), so
+    the line a user pastes reaches Hydra as written."""
     info = classify(key, version)
-    return f"{info.prefix}{key}={render_value(value)}"
+    return shlex.quote(f"{info.prefix}{key}={render_value(value)}")
 
 
 def parse_override(text: str) -> ParsedOverride | None:
@@ -84,8 +86,51 @@ def parse_override(text: str) -> ParsedOverride | None:
     return ParsedOverride(text=text.strip(), prefix=m["prefix"] or "", key=m["key"], value=m["value"])
 
 
+_ENTRY_POINTS = ("main_ppo", "main_ppo.py", "main_generation", "main_eval")
+#: Commands whose words are the shell's business, never Hydra's (``export VLLM_ATTENTION_BACKEND=...``).
+_SHELL_BUILTINS = {"export", "declare", "typeset", "local", "readonly", "set", "unset", "alias", "source", "."}
+_SHELL_ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
+_SEPARATORS = {";", "&&", "||", "|", "&", "(", ")", ";;", "|&"}
+
+
+def _shell_commands(text: str) -> list[list[str]]:
+    """The simple commands of ``text`` as a POSIX shell splits them: line continuations joined, comments
+    dropped, quotes removed, ``;`` ``&&`` ``|`` separating commands; ``$VAR`` is kept as written."""
+    joined = re.sub(r"\\\r?\n", " ", text)
+    commands: list[list[str]] = []
+    for line in joined.splitlines():
+        try:
+            lexer = shlex.shlex(line, posix=True, punctuation_chars=";&|()")
+            lexer.whitespace_split = True
+            lexer.commenters = "#"
+            words = list(lexer)
+        except ValueError:  # an unbalanced quote: split on blanks, as best we can
+            words = line.split(" #", 1)[0].split()
+        current: list[str] = []
+        for word in words:
+            if word in _SEPARATORS:
+                commands.append(current)
+                current = []
+            else:
+                current.append(word)
+        commands.append(current)
+    return [c for c in commands if c]
+
+
+def _entry_index(words: list[str]) -> int | None:
+    for i, word in enumerate(words):
+        if word.endswith(_ENTRY_POINTS) or word.endswith(".py"):
+            return i
+    return None
+
+
 def extract_overrides(text: str) -> list[str]:
-    """Override tokens from a command line, a shell script or a ``.hydra/overrides.yaml``."""
+    """Override tokens from a command line, a shell script or a ``.hydra/overrides.yaml``.
+
+    A script is read as a shell reads it (quotes, continuations, comments, ``;``/``&&``); with a launch
+    command (``... main_ppo``) in it, only the words after the entry point count, so ``export X=1`` and
+    ``VAR=value`` lines are not overrides. A bare dotted key after the entry point is kept: Hydra refuses
+    it, and the check says so."""
     stripped = text.strip()
     if stripped.startswith("- ") or stripped.startswith("[") or stripped == "[]":
         try:
@@ -94,20 +139,24 @@ def extract_overrides(text: str) -> list[str]:
             data = None
         if isinstance(data, list):
             return [str(item) for item in data]
-    joined = re.sub(r"\\\r?\n", " ", text)
+    commands = _shell_commands(text)
+    launched = [(c, i) for c in commands if (i := _entry_index(c)) is not None]
     tokens: list[str] = []
-    for line in joined.splitlines():
-        line = line.split(" #", 1)[0]
-        try:
-            parts = shlex.split(line, comments=False)
-        except ValueError:
-            parts = line.split()
-        start = 0
-        for i, tok in enumerate(parts):  # overrides follow the entry point; env assignments precede it
-            if tok.endswith(("main_ppo", "main_ppo.py", "main_generation", "main_eval")) or tok.endswith(".py"):
-                start = i + 1
-        tokens.extend(tok for tok in parts[start:] if _OVERRIDE_RE.match(tok) and ("=" in tok or tok.startswith("~")))
+    if launched:
+        for words, index in launched:
+            tokens += [w for w in words[index + 1 :] if _OVERRIDE_RE.match(w) and ("=" in w or w[0] == "~" or "." in w)]
+        return tokens
+    for words in commands:  # no launch command: a list of overrides, beside the shell's own lines
+        if words[0] in _SHELL_BUILTINS:
+            continue
+        tokens += [w for w in words if _OVERRIDE_RE.match(w) and ("=" in w or w[0] == "~") and not _env_like(w)]
     return tokens
+
+
+def _env_like(word: str) -> bool:
+    """``NAME=value`` with an upper-case shell name (no dots): an environment variable, never a config key."""
+    name = word.split("=", 1)[0]
+    return bool(_SHELL_ASSIGNMENT.match(word)) and name.isupper()
 
 
 def _rename_hint(key: str, release: str) -> tuple[str, str] | None:
@@ -139,7 +188,7 @@ def close_keys(key: str, release: str, limit: int = 3) -> list[str]:
 def _where_else(key: str) -> str:
     present = releases_with_key(key)
     if not present:
-        return "no verl release from 0.4.0 to 0.9.1 has it"
+        return f"no verl release from {KNOWN_SPAN} has it"
     if len(present) == 1:
         return f"only verl {present[0]} has it"
     return f"verl {present[0]} to {present[-1]} have it"
@@ -149,7 +198,7 @@ def _value_problem(info: KeyInfo, value: str | None) -> str | None:
     if value is None or info.kind not in ("int", "float"):
         return None
     v = value.strip().strip("'\"")
-    if v.lower() in ("null", "none") or v.startswith("${"):
+    if v.lower() in ("null", "none") or "$" in v:  # ${oc.env:X} / ${a.b}, or a shell $VAR: a placeholder
         return None
     try:
         float(v) if info.kind == "float" else int(float(v)) if re.fullmatch(r"-?\d+(\.0*)?(e\d+)?", v) else int(v)
@@ -283,6 +332,17 @@ def check_overrides(texts: Iterable[str], verl_version: str | None = None) -> Ov
                     status="malformed",
                     fails=True,
                     message="not a Hydra override: write key=value, +key=value, ++key=value or ~key",
+                )
+            )
+            continue
+        if parsed.value is None and parsed.prefix != "~":
+            verdicts.append(
+                OverrideVerdict(
+                    text=text,
+                    key=parsed.key,
+                    status="malformed",
+                    fails=True,
+                    message=f"'{parsed.key}' has no value: Hydra refuses a bare key (write {parsed.key}=VALUE)",
                 )
             )
             continue

@@ -10,8 +10,6 @@ from pydantic import BaseModel
 from rich.console import Console
 from rich.markdown import Markdown
 from rich.markup import escape
-from rich.table import Table
-from rich.text import Text
 
 from kb.entry import Entry
 from kb.overrides import OverrideReport, render_override
@@ -124,14 +122,14 @@ def overrides_by_version(entry: Entry, version: str | None) -> list[tuple[str, s
 def render_entry(entry: Entry, version: str | None, out: Console | None = None) -> None:
     out = out or console()
     m = entry.meta
-    out.rule(f"{m.id}  [{m.area}]")
+    out.rule(escape(f"{m.id}  [{m.area}]"))
     out.print(m.title, style="bold", markup=False)
     out.print(f"verl {m.verl}", markup=False)
     if m.fix.overrides:
-        table = Table("verl", "override", box=None, pad_edge=False)
+        # One line per override, never a table cell: a line someone pastes is never cut or wrapped.
         for spec, line in overrides_by_version(entry, version):
-            table.add_row(Text(spec), Text(line))
-        out.print(table)
+            out.print(line, end="", markup=False, soft_wrap=True)
+            out.print(f"   # verl {spec}", style="dim", markup=False, soft_wrap=True)
     for env in m.fix.env:
         out.print(
             f"export {env.name}={shlex.quote(env.value)}" + (f"   # {env.note}" if env.note else ""), markup=False
@@ -216,3 +214,27 @@ def render_similar_issues(result: Result, out: Console) -> None:
         state = f" [{issue.state}]" if issue.state else ""
         out.print(f"#{issue.number}{state} {issue.title}", markup=False)
         out.print(f"  {issue.url}  (similarity {issue.score:.2f})", style="dim", markup=False)
+
+
+def render_hits(diagnoser: Any, query: str, k: int, as_json: bool, out: Console | None = None) -> int:
+    """``corpus search``: the hits for ``query``, best first (JSON or one a line); the exit code (1: none)."""
+    import json
+
+    from kb.search import search_entries
+
+    hits = search_entries(diagnoser, query, k)
+    out = out or console()
+    if as_json:
+        out.print(json.dumps([h.model_dump() for h in hits], indent=1, ensure_ascii=False), markup=False)
+    elif not hits:
+        out.print(terminal_safe(f"No entry matches '{query}'. Try fewer words or an error message."), markup=False)
+    for h in [] if as_json else hits:
+        out.print(f"{h.score:.2f}  {h.id:<44} {terminal_safe(h.title)}", markup=False)
+    return 0 if hits else 1
+
+
+def render_markdown_answer(text: str, out: Console | None = None) -> None:
+    """An answer in Markdown on a terminal, as ``gh`` shows one: paragraphs and bullets wrapped at the
+    terminal's width (never cut there, as the console's soft wrap did), control sequences stripped."""
+    out = out or console()
+    out.print(Markdown(terminal_safe(text)), soft_wrap=False)

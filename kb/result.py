@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, PrivateAttr
 
 ConditionStatus = Literal["holds", "fails", "unknown"]
 EvidenceKind = Literal["regex", "exception", "metric", "semantic", "lexical"]
@@ -18,7 +18,9 @@ class ConditionResult(BaseModel):
 class RenderedOverride(BaseModel):
     key: str
     value: str
-    line: str = Field(description="the override as typed on the command line, with '+' where needed")
+    line: str = Field(
+        description="the override as typed on the command line: '+' where needed, quoted for a POSIX shell where needed"
+    )
     verl: str = Field(description="the verl versions this line applies to")
 
 
@@ -71,6 +73,16 @@ class Match(BaseModel):
     known_bug: KnownBug | None = Field(
         default=None, description="set for a bug that a release fixed: upgrade, or apply the fix above before it"
     )
+    # What the confidence was computed from (kb.calibration.FEATURES): for fitting, never serialised.
+    _features: dict[str, float] = PrivateAttr(default_factory=dict)
+
+    @property
+    def features(self) -> dict[str, float]:
+        return self._features
+
+    @features.setter
+    def features(self, value: dict[str, float]) -> None:
+        self._features = value
 
 
 class SignalsSummary(BaseModel):

@@ -1,10 +1,12 @@
-"""The interface the semantic layer implements; kb never imports the implementation."""
+"""The interfaces the semantic layer implements (entry retrieval, the issue archive); kb never imports
+the implementations (``indexer.semantic``, ``indexer.issues``)."""
 
 from __future__ import annotations
 
 from typing import Protocol
 
 from kb.entry import Entry
+from kb.result import SimilarIssue
 
 
 class Retriever(Protocol):
@@ -12,6 +14,14 @@ class Retriever(Protocol):
 
     def search(self, query: str, k: int = 10) -> list[tuple[str, float, str]]:
         """(entry id, score in [0, 1], kind 'semantic' or 'lexical'), best first."""
+        ...
+
+
+class IssueSearcher(Protocol):
+    """Finds past issues similar to a short query (a distilled error or a question)."""
+
+    def similar(self, query: str, k: int = 3, semantic: bool = True) -> list[SimilarIssue]:
+        """Similar issues, best first, each with a score in [0, 1]; only those above the index's floor."""
         ...
 
 

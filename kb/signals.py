@@ -8,6 +8,7 @@ import json
 import math
 import re
 from collections.abc import Sequence
+from typing import NamedTuple
 
 from pydantic import BaseModel, Field
 
@@ -46,7 +47,10 @@ class Frame(BaseModel):
         return "/verl/" in self.path or self.path.startswith("verl/")
 
 
-class MetricPoint(BaseModel):
+class MetricPoint(NamedTuple):
+    """One step of a metric series. A tuple, not a model: a job log holds a hundred thousand of them, and
+    building each as a validated model cost more than scanning the bytes they came from."""
+
     step: int
     value: float
     line_no: int

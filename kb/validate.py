@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import os
+import shlex
 from collections import defaultdict
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -12,9 +14,9 @@ from kb.corpus import Corpus, CorpusError, EntryProblem, load_corpus
 from kb.corpus_files import iter_entry_files
 from kb.entry import Entry, TextCheck
 from kb.keysets import KeyStatus, classify
-from kb.overrides import close_keys
+from kb.overrides import close_keys, render_override, render_value
 from kb.patterns import PatternError, PatternSet, check_linear
-from kb.versions import KNOWN_RELEASES, parse_version, releases_in
+from kb.versions import KNOWN_RELEASES, KNOWN_SPAN, parse_version, releases_in
 
 
 def _rel(entry: Entry) -> str:
@@ -23,6 +25,16 @@ def _rel(entry: Entry) -> str:
 
 def default_fixtures_dir(corpus_root: Path) -> Path:
     return corpus_root.resolve().parent / "tests" / "fixtures" / "entries"
+
+
+def fixtures_to_check(corpus_root: Path, fixtures_dir: Path | None = None) -> Path | None:
+    """Where the entries' fixtures are checked: ``fixtures_dir`` when given; else the checkout's
+    ``tests/fixtures/entries`` beside the corpus, when there is one. None (fixtures not checked) for a
+    corpus that stands alone: a copy, or the one bundled in an installed wheel."""
+    if fixtures_dir is not None:
+        return fixtures_dir
+    found = default_fixtures_dir(corpus_root)
+    return found if found.is_dir() else None
 
 
 def _entry_lines(entry: Entry) -> dict[tuple[object, ...], int]:
@@ -117,7 +129,7 @@ def check_overrides_of(entry: Entry, lines: dict[tuple[object, ...], int]) -> li
                 EntryProblem(
                     _rel(entry),
                     line,
-                    f"override {ov.key}: its range '{ov.verl}' covers no release from 0.4.0 to 0.9.1 within the "
+                    f"override {ov.key}: its range '{ov.verl}' covers no release from {KNOWN_SPAN} within the "
                     f"entry's range '{entry.meta.verl}', so it cannot be checked",
                 )
             )
@@ -151,6 +163,65 @@ def check_overrides_of(entry: Entry, lines: dict[tuple[object, ...], int]) -> li
                     f"override {ov.key} is accepted but ignored by verl {', '.join(bad['ignored'])}{use}",
                 )
             )
+    return problems
+
+
+def _hydra_parser() -> Any:
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    return OverridesParser.create()
+
+
+def check_override_lines(entry: Entry, lines: dict[tuple[object, ...], int]) -> list[EntryProblem]:
+    """Every line an entry renders, for every release it covers, must survive a POSIX shell's word
+    splitting as one word, and Hydra's override grammar must read back the key, its '+', and the value."""
+    from hydra.errors import HydraException
+
+    parser = _hydra_parser()
+    problems = []
+    entry_releases = set(releases_in(entry.meta.verl))
+    for i, ov in enumerate(entry.meta.fix.overrides):
+        line_no = _line(lines, "fix", "overrides", i, "value")
+        if isinstance(ov.value, str) and ov.value.strip()[:1] in ("[", "{"):
+            problems.append(
+                EntryProblem(
+                    _rel(entry),
+                    line_no,
+                    f"override {ov.key}: the value {ov.value!r} is a string, which Hydra would keep as a string; "
+                    "write a list as a YAML list (value: [console, wandb])",
+                )
+            )
+            continue
+        for release in (r for r in releases_in(ov.verl) if r in entry_releases):
+            line = render_override(ov.key, ov.value, release)
+            try:
+                words = shlex.split(line)
+            except ValueError as exc:
+                words, why = [], str(exc)
+            else:
+                why = f"{len(words)} words"
+            if len(words) != 1:
+                message = f"{release}: `{line}` is not one shell word ({why})"
+                problems.append(EntryProblem(_rel(entry), line_no, message))
+                break
+            try:
+                parsed = parser.parse_override(words[0])
+            except HydraException as exc:
+                message = f"{release}: Hydra cannot parse `{line}`: {str(exc).splitlines()[0]}"
+                problems.append(EntryProblem(_rel(entry), line_no, message))
+                break
+            prefix = classify(ov.key, release).prefix
+            value = parsed.value()
+            if parsed.get_key_element() != f"{prefix}{ov.key}" or render_value(value) != render_value(ov.value):
+                problems.append(
+                    EntryProblem(
+                        _rel(entry),
+                        line_no,
+                        f"{release}: Hydra reads `{line}` as {parsed.get_key_element()}={value!r}, "
+                        f"not {prefix}{ov.key}={ov.value!r}",
+                    )
+                )
+                break
     return problems
 
 
@@ -218,12 +289,14 @@ def validate_corpus(root: Path, fixtures_dir: Path | None = None) -> tuple[Corpu
     lines_of = {e.id: _entry_lines(e) for e in corpus.entries}
     problems += check_patterns(corpus.entries, lines_of)
     known_ids = set(seen)
-    fixtures = fixtures_dir or default_fixtures_dir(root)
+    fixtures = fixtures_to_check(root, fixtures_dir)
     for entry in corpus.entries:
         lines = lines_of[entry.id]
         problems += check_overrides_of(entry, lines)
         problems += check_fixed_in(entry, lines)
-        problems += check_fixtures(entry, fixtures)
+        problems += check_override_lines(entry, lines)
+        if fixtures is not None:
+            problems += check_fixtures(entry, fixtures)
         for i, rel in enumerate(entry.meta.related):
             if rel not in known_ids:
                 problems.append(

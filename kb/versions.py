@@ -26,6 +26,8 @@ KNOWN_RELEASES: tuple[str, ...] = (
 )
 
 LATEST_RELEASE = KNOWN_RELEASES[-1]
+#: The span of known releases, as messages name it ("0.4.0 to 0.9.1").
+KNOWN_SPAN = f"{KNOWN_RELEASES[0]} to {LATEST_RELEASE}"
 
 
 class VersionError(ValueError):

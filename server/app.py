@@ -6,6 +6,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
+from fastapi_offline import FastAPIOffline
 
 from kb import __version__
 from kb.engine import Diagnoser
@@ -39,7 +40,8 @@ def create_app(settings: ServerSettings | None = None, diagnoser: Diagnoser | No
             loaded.retriever  # noqa: B018 - load the model and index once, before the first request
         yield
 
-    app = FastAPI(
+    # FastAPIOffline: /docs and /redoc load Swagger UI and ReDoc from the package, not from a CDN.
+    app = FastAPIOffline(
         title="verl-doctor",
         version=__version__,
         summary="Diagnoses verl failures: the known problem, its cause and the overrides for your verl version.",

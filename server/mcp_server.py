@@ -12,7 +12,6 @@ structured content (and as JSON text for clients that only read text).
 
 from __future__ import annotations
 
-import difflib
 import functools
 import hmac
 import importlib
@@ -40,6 +39,7 @@ from kb.llm import LLMClient
 from kb.overrides import OverrideReport, check_overrides, extract_overrides
 from kb.result import Result
 from kb.search import SearchHit, search_entries
+from kb.suggest import no_such_entry
 from kb.versions import VersionError, parse_version
 from server.schemas import EntryDetail, entry_detail, entry_summary
 
@@ -152,8 +152,7 @@ class _Ready:
 
 
 def _no_such_entry(diagnoser: Diagnoser, entry_id: str) -> str:
-    close = difflib.get_close_matches(entry_id, list(diagnoser.entries), n=3)
-    return f"no entry '{entry_id}'" + (f"; did you mean {', '.join(close)}?" if close else "")
+    return no_such_entry(entry_id, diagnoser.entries)
 
 
 def entry_markdown(entry: Entry) -> str:
@@ -206,11 +205,9 @@ def build_server(diagnoser: Diagnoser, setup: MCPSetup | None = None) -> MCPServ
 
         def run() -> Result:
             ready()
-            return diagnoser.diagnose(given.text, top)
+            return diagnoser.diagnose_input(given, top)
 
-        result = await anyio.to_thread.run_sync(run)
-        result.notes = given.notes + result.notes
-        return result
+        return await anyio.to_thread.run_sync(run)
 
     scan_module = _scan_module()
 

@@ -1,9 +1,12 @@
-"""Shared fixtures: a small corpus written to disk, and the CLI runner."""
+"""Shared fixtures: the suite kept apart from the user's cache and settings, a small corpus written to disk,
+and the CLI runner."""
 
 from __future__ import annotations
 
+import os
+import shutil
 import textwrap
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -16,6 +19,40 @@ if TYPE_CHECKING:
 REPO = Path(__file__).resolve().parent.parent
 CORPUS = REPO / "corpus"
 FIXTURES = REPO / "tests" / "fixtures" / "entries"
+
+#: What a developer's environment may set that would change what the suite sees; unset for the run.
+USER_SETTINGS = (
+    "VERL_DOCTOR_CORPUS",
+    "VERL_DOCTOR_LLM_URL",
+    "VERL_DOCTOR_LLM_MODEL",
+    "VERL_DOCTOR_TOKEN",
+    "VERL_DOCTOR_DEBUG",
+)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def isolated_from_the_user(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """The whole run, and every process it starts, uses a cache of its own instead of ~/.cache/verl-doctor
+    (so the session-scoped diagnoser never reads a developer's imported issue archive, index or parsed
+    corpus) and none of the user's verl-doctor settings. The cache lives in pytest's own cache directory
+    (``.pytest_cache``), so the model export and the index survive from one run to the next; an issue
+    archive never does. Tests that need an empty cache of their own still set $VERL_DOCTOR_CACHE."""
+    store = getattr(request.config, "cache", None)  # None under -p no:cacheprovider
+    cache = store.mkdir("verl-doctor") if store is not None else tmp_path_factory.mktemp("user-cache")
+    shutil.rmtree(cache / "issues", ignore_errors=True)
+    saved = {name: os.environ.get(name) for name in ("VERL_DOCTOR_CACHE", *USER_SETTINGS)}
+    os.environ["VERL_DOCTOR_CACHE"] = str(cache)
+    for name in USER_SETTINGS:
+        os.environ.pop(name, None)
+    try:
+        yield cache
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
 
 GOOD_FRONT = """\
 id: {id}
@@ -101,6 +138,17 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption(
         "--bless", action="store_true", help="Rewrite the expected.json snapshots of entry fixtures from the engine."
     )
+
+
+#: Fixtures that make every test using them slow: the real embedding model (and its index), a browser.
+SLOW_FIXTURES = {"diagnoser", "browser"}
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """``slow`` on every test that loads the embedding model or drives Chromium, besides those marked."""
+    for item in items:
+        if SLOW_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.slow)
 
 
 @pytest.fixture(scope="session")

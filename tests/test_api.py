@@ -84,7 +84,8 @@ def test_entries_and_search(api: str) -> None:
     assert missing.status_code == 404 and missing.headers["content-type"].startswith("application/problem+json")
     hits = httpx.get(f"{api}/v1/search", params={"q": "grad norm keeps rising"}).json()
     assert hits and hits[0]["score"] >= hits[-1]["score"]
-    assert httpx.get(f"{api}/v1/entries/x", params={"verl_version": "banana"}).status_code in (404, 422)
+    bad_version = httpx.get(f"{api}/v1/entries/ray-worker-register-raylet", params={"verl_version": "banana"})
+    assert bad_version.status_code == 422 and "not a version number" in bad_version.json()["detail"]
 
 
 def test_errors_are_json_never_tracebacks(api: str) -> None:

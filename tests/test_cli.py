@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 import pytest
@@ -11,6 +14,9 @@ from click.testing import CliRunner
 
 from kb.cli import common, main
 from tests.conftest import REPO
+
+if TYPE_CHECKING:
+    from kb.engine import Diagnoser
 
 
 def _commands(group: click.Group, prefix: str = "") -> dict[str, click.Command]:
@@ -49,3 +55,11 @@ def test_python_dash_m_kb_is_the_command_line() -> None:
     )
     assert out.returncode == 0, out.stderr
     assert out.stdout.startswith("Usage: verl-doctor") and "check-overrides" in out.stdout
+
+
+def test_the_suite_never_reads_the_users_cache(diagnoser: Diagnoser, isolated_from_the_user: Path) -> None:
+    from kb.cache import cache_dir
+
+    assert cache_dir() == isolated_from_the_user != Path(os.path.expanduser("~/.cache/verl-doctor"))
+    archive = diagnoser.issue_archive
+    assert archive is not None and archive.similar("Unable to register worker with raylet") == []

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import shutil
 from pathlib import Path
 
 import pytest
@@ -131,9 +132,26 @@ def test_id_and_area_must_match_file_and_folder(runner, make_corpus, good_entry)
 
 def test_missing_fixtures(runner, make_corpus, good_entry):
     root = make_corpus({"ray/ray-good.md": good_entry("ray-good")}, with_fixtures=False)
+    (root.parent / "tests" / "fixtures" / "entries").mkdir(parents=True)  # a checkout's fixture root, empty
     code, out = _validate(runner, root)
     assert code == 1
     assert "no fixtures: " in out and "ray-good/ must hold positive*.log and negative*.log" in out
+
+
+def test_a_copied_corpus_stands_alone(runner, tmp_path):
+    from tests.conftest import CORPUS
+
+    copy = tmp_path / "elsewhere" / "corpus"
+    shutil.copytree(CORPUS, copy)
+    code, out = _validate(runner, copy)
+    assert code == 0, out
+    assert out.strip().endswith(
+        "entries valid (fixtures not checked: no "
+        + str(tmp_path / "elsewhere" / "tests" / "fixtures" / "entries")
+        + "; --fixtures DIR names them)"
+    )
+    result = runner.invoke(main, ["corpus", "validate", "--corpus", str(copy), "--fixtures", str(tmp_path / "none")])
+    assert result.exit_code == 1 and "no fixtures: " in result.output  # named fixtures must exist
 
 
 def test_no_front_matter_and_bad_yaml(runner, make_corpus, good_entry):

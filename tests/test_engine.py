@@ -136,7 +136,8 @@ def test_jsonl_batch_mode(runner):
     result = runner.invoke(main, ["match", "--jsonl", "--no-semantic"], input=requests + "\n")
     rows = [json.loads(line) for line in result.output.splitlines()]
     assert rows[0]["id"] == "a" and rows[0]["matches"][0]["id"] == "ray-worker-register-raylet"
-    assert "error" in rows[1] and rows[2]["id"] == 3 and "empty" in rows[2]["error"]
+    assert "error" in rows[1] and rows[1]["id"] is None and rows[1]["line"] == 2
+    assert rows[2]["id"] == "c" and rows[2]["line"] == 3 and "empty" in rows[2]["error"]  # the request's own id
 
 
 def test_rules_only_path_never_imports_the_model(tmp_path):
@@ -144,13 +145,15 @@ def test_rules_only_path_never_imports_the_model(tmp_path):
     log.write_text("Unable to register worker with raylet\n")
     code = (
         "import sys; from kb.cli import main\n"
+        "code = None\n"
         "try:\n    main(['match', '--json', sys.argv[1]])\n"
-        "except SystemExit:\n    pass\n"
+        "except SystemExit as exc:\n    code = exc.code\n"
         "bad = [m for m in ('torch', 'sentence_transformers', 'faiss') if m in sys.modules]\n"
-        "sys.stderr.write('IMPORTED:' + ','.join(bad))\n"
+        "sys.stderr.write(f'EXIT:{code} IMPORTED:' + ','.join(bad))\n"
     )
     proc = subprocess.run([sys.executable, "-c", code, str(log)], capture_output=True, text=True, timeout=120)
     assert proc.stderr.strip().endswith("IMPORTED:"), proc.stderr
+    assert "EXIT:0 IMPORTED:" in proc.stderr, proc.stderr  # a confident match, not an error swallowed
 
 
 def test_eval_cli_reports_figures(runner, tmp_path):

@@ -128,6 +128,7 @@ def test_semantic_index_is_cached_per_content_and_model(cache: Path, diagnoser) 
     assert hits and hits[0].number == 102
 
 
+@pytest.mark.slow  # the import without --no-embed loads the embedding model
 def test_archive_follows_imports_and_clear(cache: Path, runner) -> None:  # type: ignore[no-untyped-def]
     from kb.cli import main
 
@@ -221,4 +222,3 @@ def test_web_diagnosis_page_lists_similar_issues(api: str) -> None:
     assert page.status_code == 200
     assert "Similar past issues" in page.text
     assert 'href="https://github.com/example-org/verl-fixture/issues/104"' in page.text
-

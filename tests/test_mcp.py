@@ -30,8 +30,8 @@ from pydantic import TypeAdapter
 from kb.ask import AskAnswer
 from kb.overrides import OverrideReport
 from kb.result import Result
+from kb.scan import ScanReport
 from kb.search import SearchHit
-from server.mcp_server import _scan_module
 from server.schemas import EntryDetail
 from tests.server_harness import serve_process
 
@@ -40,7 +40,6 @@ FAILURE_LOG = REPO / "tests" / "eval" / "verl_runs" / "hydra_ray_init_old_key" /
 TOP_ENTRY = "ray-init-num-cpus-renamed"
 TOKEN = "test-token-4f1c-0123"
 TOOLS = {"diagnose", "ask", "scan", "search_faq", "get_entry", "check_overrides"}
-HAS_SCANNER = _scan_module() is not None
 
 
 def _cli() -> str:
@@ -71,8 +70,10 @@ def _text(result: CallToolResult) -> str:
 
 
 async def _stdio_conversation(root: Path, errlog: Any) -> dict[str, Any]:
+    # The SDK passes only a few variables (HOME, PATH, ...) on by default: the server must see this run's
+    # (PYTHONPATH, the isolated cache), or it would run another checkout's code on the user's cache.
     params = StdioServerParameters(
-        command=_cli(), args=["mcp", "--no-semantic", "--scan-root", str(root)], cwd=str(REPO)
+        command=_cli(), args=["mcp", "--no-semantic", "--scan-root", str(root)], cwd=str(REPO), env=dict(os.environ)
     )
     out: dict[str, Any] = {}
     with anyio.fail_after(120):
@@ -132,9 +133,7 @@ def test_stdio_lists_the_tools_with_output_schemas(stdio: dict[str, Any]) -> Non
     assert set(tools["get_entry"].output_schema["properties"]) == set(EntryDetail.model_fields)
     assert set(tools["check_overrides"].output_schema["properties"]) == set(OverrideReport.model_fields)
     assert {"text", "top"} <= set(tools["diagnose"].input_schema["properties"])
-    scanner = _scan_module()
-    if scanner is not None:
-        assert set(tools["scan"].output_schema["properties"]) == set(scanner.ScanReport.model_fields)
+    assert set(tools["scan"].output_schema["properties"]) == set(ScanReport.model_fields)
 
 
 def test_stdio_diagnose_real_failure(stdio: dict[str, Any]) -> None:
@@ -212,12 +211,8 @@ def test_stdio_scan_refuses_paths_outside_the_root(stdio: dict[str, Any], key: s
 
 def test_stdio_scan_inside_the_root(stdio: dict[str, Any]) -> None:
     result: CallToolResult = stdio["scan_inside"]
-    if not HAS_SCANNER:
-        assert result.is_error and "kb.scan" in _text(result)
-        return
-    scanner = _scan_module()
-    assert scanner is not None and not result.is_error, _text(result)
-    report = scanner.ScanReport.model_validate(result.structured_content)
+    assert not result.is_error, _text(result)
+    report = ScanReport.model_validate(result.structured_content)
     assert TOP_ENTRY in report.model_dump_json()
 
 
@@ -302,10 +297,7 @@ def test_http_tools_with_token(http_server: str, mode: str) -> None:
     assert not diagnose.is_error, _text(diagnose)
     assert Result.model_validate(diagnose.structured_content).matches[0].id == TOP_ENTRY
     assert out["scan_outside"].is_error and "refused" in _text(out["scan_outside"])
-    if HAS_SCANNER:
-        assert not out["scan_inside"].is_error, _text(out["scan_inside"])
-    else:
-        assert out["scan_inside"].is_error and "kb.scan" in _text(out["scan_inside"])
+    assert not out["scan_inside"].is_error, _text(out["scan_inside"])
     assert f"id: {TOP_ENTRY}" in out["read"].contents[0].text
 
 

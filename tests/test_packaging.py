@@ -14,6 +14,8 @@ from tests.conftest import CORPUS
 
 REPO = Path(__file__).resolve().parent.parent
 
+pytestmark = pytest.mark.slow  # a wheel build and install
+
 
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
@@ -49,3 +51,18 @@ def test_an_installed_wheel_diagnoses_from_its_bundled_corpus(installed: Path, t
     assert out.stderr.startswith(str(installed)), out.stderr  # the installed copy, not this checkout
     assert out.returncode == 0, out.stderr
     assert '"ray-worker-register-raylet"' in out.stdout
+
+
+def test_the_installed_wheels_corpus_validates_on_its_own(installed: Path, tmp_path: Path) -> None:
+    env = {**os.environ, "PYTHONPATH": str(installed), "HF_HUB_OFFLINE": "1", "VERL_DOCTOR_CACHE": str(tmp_path)}
+    env.pop("VERL_DOCTOR_CORPUS", None)
+    out = subprocess.run(
+        [sys.executable, "-c", "import kb.cli; kb.cli.main()", "corpus", "validate"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=env,
+        timeout=300,
+    )
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "entries valid (fixtures not checked: no " in out.stdout

@@ -5,6 +5,7 @@ Each test reproduces one defect through HTTP; all of them are bounded in time an
 
 from __future__ import annotations
 
+import os
 import shutil
 import socket
 from collections.abc import Iterator
@@ -26,9 +27,9 @@ TOKEN = "probe-token-0123456789abcdef"
 @pytest.fixture(scope="module")
 def plain_diagnoser():  # type: ignore[no-untyped-def]
     """Rules and lexical search only: these probes need no embedding model."""
-    from kb.cli import build_diagnoser
+    from indexer import load_diagnoser
 
-    return build_diagnoser(str(CORPUS), semantic=False)
+    return load_diagnoser(CORPUS, semantic=False, issues=False)
 
 
 @pytest.fixture(scope="module")
@@ -46,6 +47,10 @@ def roots(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (job / "main_ppo.log").symlink_to(outside / "secret.txt")
     (job / "ray").symlink_to(outside / "logs", target_is_directory=True)
     (job / "inside.log").symlink_to(job / "output.log")  # a link that stays inside is fine
+    undecodable = root / "job-bytes"
+    undecodable.mkdir()
+    shutil.copy(FAILURE, os.fsdecode(bytes(undecodable) + b"/run\xff\xfe.log"))
+    (undecodable / os.fsdecode(b"bin\xc3.log")).write_bytes(b"\x00" * 4096)  # skipped as binary
     return root
 
 
@@ -147,3 +152,42 @@ def test_allowed_hosts_are_configurable(plain_diagnoser) -> None:  # type: ignor
         }
         headers = {"Accept": "application/json, text/event-stream", "Host": "doctor.internal"}
         assert httpx.post(f"{base}/mcp", json=init, headers=headers, timeout=10).status_code == 200
+
+
+def test_scan_of_file_names_that_are_not_utf8(api: str) -> None:
+    r = httpx.post(f"{api}/v1/scan", json={"path": "job-bytes"}, timeout=120)
+    assert r.status_code == 200, r.text
+    report = r.json()
+    assert "run\\xff\\xfe.log" in {f["path"] for job in report["jobs"] for f in job["files"]}
+    assert "ray-init-num-cpus-renamed" in r.text
+
+
+def test_ask_takes_question_and_earlier_as_the_mcp_tool_does(api: str) -> None:
+    earlier = "Hydra says: Could not override 'ray_init.num_cpus'. Key 'ray_init' is not in struct"
+    r = httpx.post(f"{api}/v1/ask", json={"question": "and on verl 0.5?", "earlier": [earlier]}, timeout=120)
+    assert r.status_code == 200, r.text
+    assert [c["id"] for c in r.json()["citations"]][:1] == ["ray-init-num-cpus-renamed"]
+    same = httpx.post(
+        f"{api}/v1/ask",
+        json={"messages": [{"role": "user", "content": earlier}, {"role": "user", "content": "and on verl 0.5?"}]},
+        timeout=120,
+    )
+    assert same.json()["answer"] == r.json()["answer"]
+    for bad in ({}, {"question": "x", "messages": [{"role": "user", "content": "y"}]}):
+        assert httpx.post(f"{api}/v1/ask", json=bad).status_code == 422, bad
+
+
+def test_diagnose_page_highlight_cannot_backtrack_forever(make_corpus, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """The page marks each evidence line with its corpus regex: on the 500-character evidence text a pattern
+    that matched the whole line may backtrack without end; the page still answers at once."""
+    from tests.conftest import GOOD_FRONT, entry_text
+    from tests.server_harness import serve_process
+
+    front = GOOD_FRONT.replace("'Unable to register worker with raylet'", "'^(a|aa)+b'").format(
+        id="ray-register", area="ray"
+    )
+    root = make_corpus({"ray/ray-register.md": entry_text(front)})
+    # Its own process: a regex stuck in C holds the GIL, and the test's own timeouts must still fire.
+    with serve_process(["--no-semantic", "--corpus", str(root)], tmp_path / "serve.log", dict(os.environ)) as base:
+        r = httpx.post(f"{base}/diagnose", data={"input": "a" * 600 + "b"}, headers={"Accept": "text/html"}, timeout=20)
+        assert r.status_code == 200 and "ray-register" in r.text

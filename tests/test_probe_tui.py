@@ -9,10 +9,11 @@ from pathlib import Path
 import pytest
 from textual.widgets import Static
 
+from indexer import load_diagnoser
 from tests.conftest import CORPUS, REPO
 from tests.test_tui import SETTINGS, paste_and_submit, settle
 from tui.app import DoctorApp
-from tui.engine import DoctorEngine, load_diagnoser
+from tui.engine import DoctorEngine
 from tui.widgets.diagnose.input_view import InputView
 from tui.widgets.diagnose.pane import DiagnosePane, PasteArea
 from tui.widgets.jobs.pane import JobsPane

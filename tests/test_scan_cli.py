@@ -162,6 +162,8 @@ def test_follow_reports_new_findings_through_rotation_and_truncation(tmp_path: P
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        # Ctrl-C must reach it even when the suite itself runs with SIGINT ignored (started with `&`).
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     assert proc.stdout is not None
     lines = _Lines(proc.stdout)
@@ -245,6 +247,7 @@ def ray_head(tmp_path_factory: pytest.TempPathFactory) -> Any:
     shutil.rmtree(temp, ignore_errors=True)
 
 
+@pytest.mark.slow
 def test_ray_mode_gives_the_same_report(jobs: tuple[Path, Path], ray_head: str) -> None:
     local = run("scan", "--json", "--no-semantic", str(jobs[0]), str(jobs[1]))
     remote = run("scan", "--json", "--no-semantic", f"--ray={ray_head}", str(jobs[0]), str(jobs[1]), timeout=600)
@@ -255,6 +258,7 @@ def test_ray_mode_gives_the_same_report(jobs: tuple[Path, Path], ray_head: str) 
     assert a["skipped"] == b["skipped"]
 
 
+@pytest.mark.slow
 def test_ray_mode_without_a_cluster_is_a_usage_error(jobs: tuple[Path, Path]) -> None:
     pytest.importorskip("ray")
     out = run("scan", "--no-semantic", f"--ray=127.0.0.1:{_free_port()}", str(jobs[0]), timeout=600)

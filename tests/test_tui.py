@@ -196,6 +196,7 @@ async def test_faq_search_filters_and_opens_entry(rules_engine: DoctorEngine) ->
         assert len(tree.leaf_ids()) == len(everything)
 
 
+@pytest.mark.slow
 @pytest.mark.anyio
 async def test_job_directory_scan(rules_engine: DoctorEngine, tmp_path: Path) -> None:
     job = tmp_path / "job"
@@ -233,6 +234,7 @@ async def test_job_directory_scan(rules_engine: DoctorEngine, tmp_path: Path) ->
         assert app.query_one(FaqPane).current_id == EXPECTED
 
 
+@pytest.mark.slow
 @pytest.mark.anyio
 async def test_following_a_running_job_shows_what_it_writes_next(rules_engine: DoctorEngine, tmp_path: Path) -> None:
     import asyncio
@@ -408,6 +410,7 @@ def _wait_for(tmux: list[str], *texts: str, timeout: float) -> str:
     raise AssertionError(f"{texts!r} not on the screen after {timeout} s:\n{screen}")
 
 
+@pytest.mark.slow
 def test_real_command_in_tmux(tmux: list[str]) -> None:
     """`verl-doctor tui` in a real terminal: a bracketed paste of real verl output, Ctrl+D, the diagnosis."""
     command = f"exec {Path(sys.executable).parent / 'verl-doctor'} tui"

@@ -249,8 +249,10 @@ def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         yield base
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
+    """Chromium through Playwright's sync API, for this module only: while it is open an asyncio loop runs
+    in this thread, and tests of other modules that start their own loop (``anyio.run``) would fail."""
     if not Path(CHROMIUM).exists():
         pytest.skip(f"no Chromium at {CHROMIUM}")
     from playwright.sync_api import sync_playwright
@@ -414,3 +416,29 @@ def test_environment_fixes_on_the_diagnosis_and_entry_pages(client: TestClient) 
     assert "<h3>Environment</h3>" in entry and "export GLOO_SOCKET_IFNAME=eth0" in entry
     detail = client.get("/entries/nccl-socket-ifname", headers=JSON).json()
     assert [e["line"] for e in detail["env"]] == ["NCCL_SOCKET_IFNAME=eth0", "GLOO_SOCKET_IFNAME=eth0"]
+
+
+def test_browser_api_docs_work_offline(live_server: str, browser: Any) -> None:
+    """/docs renders Swagger UI with every request but loopback refused: its assets ship with the package."""
+    from playwright.sync_api import expect
+
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    outside: list[str] = []
+
+    def offline(route: Any) -> None:
+        if route.request.url.startswith(live_server):
+            route.continue_()
+        else:
+            outside.append(route.request.url)
+            route.abort("internetdisconnected")
+
+    context.route("**/*", offline)
+    page = context.new_page()
+    try:
+        page.goto(f"{live_server}/docs")
+        expect(page.locator(".swagger-ui .opblock-summary-path", has_text="/v1/diagnose").first).to_be_visible(
+            timeout=30_000
+        )
+        assert outside == [], outside
+    finally:
+        context.close()

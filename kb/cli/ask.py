@@ -42,13 +42,11 @@ def _read_messages(source: str) -> list[ChatMessage]:
 
 
 def _print_answer(answer: AskAnswer) -> None:
-    from rich.markdown import Markdown
-
-    from kb.render_text import console
+    from kb.render_text import console, render_markdown_answer
 
     out = console()
     if out.is_terminal:
-        out.print(Markdown(answer.answer))
+        render_markdown_answer(answer.answer, out)
     else:
         click.echo(answer.answer)  # Markdown as it is, for pipes and files
     if answer.llm_note:

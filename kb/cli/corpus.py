@@ -22,24 +22,32 @@ def corpus_group() -> None:
     "--fixtures",
     "fixtures_path",
     metavar="DIR",
-    help="Fixture root (default: tests/fixtures/entries beside the corpus).",
+    help="Fixture root (default: tests/fixtures/entries beside the corpus; without one, fixtures are not checked).",
 )
 def corpus_validate(corpus_path: str | None, fixtures_path: str | None) -> None:
     """Check every entry: schema, unique ids, linear-time regexes, body sections, sources, fixtures, and every
     override key against the config of each verl release its range covers. Exit 1 when anything is wrong."""
-    from kb.validate import validate_corpus
+    from kb.validate import default_fixtures_dir, fixtures_to_check, validate_corpus
 
     root = corpus_dir(corpus_path)
-    loaded, problems = validate_corpus(root, Path(fixtures_path) if fixtures_path else None)
+    fixtures = Path(fixtures_path) if fixtures_path else None
+    loaded, problems = validate_corpus(root, fixtures)
     for problem in problems:
         click.echo(str(problem))
     if loaded is None:
         sys.exit(EXIT_USAGE)
     n = len(loaded.entries) + len({p.path for p in loaded.problems})
+    unchecked = (
+        ""
+        if fixtures_to_check(root, fixtures) is not None
+        else f" (fixtures not checked: no {default_fixtures_dir(root)}; --fixtures DIR names them)"
+    )
     if problems:
-        click.echo(f"{len(problems)} problem(s) in {len({p.path for p in problems})} file(s); {n} entries checked")
+        click.echo(
+            f"{len(problems)} problem(s) in {len({p.path for p in problems})} file(s); {n} entries checked{unchecked}"
+        )
         sys.exit(EXIT_FINDINGS)
-    click.echo(f"{n} entries valid")
+    click.echo(f"{n} entries valid{unchecked}")
 
 
 @corpus_group.command("list")
@@ -67,16 +75,29 @@ def corpus_show(entry_id: str, corpus_path: str | None, verl_version: str | None
     loaded = load_corpus_or_fail(corpus_path)
     entry = loaded.get(entry_id)
     if entry is None:
-        import difflib
+        from kb.suggest import no_such_entry
 
-        close = difflib.get_close_matches(entry_id, [e.id for e in loaded.entries], n=3)
-        fail(f"no entry '{entry_id}'" + (f"; did you mean {', '.join(close)}?" if close else ""), EXIT_FINDINGS)
+        fail(no_such_entry(entry_id, [e.id for e in loaded.entries]), EXIT_FINDINGS)
     if as_json:
         click.echo(json.dumps(entry.to_public(), indent=1, ensure_ascii=False))
         return
     from kb.render_text import render_entry
 
     render_entry(entry, verl_version)
+
+
+@corpus_group.command("search")
+@click.argument("query")
+@corpus_option
+@click.option("-k", "k", default=10, show_default=True, type=click.IntRange(1, 50), help="How many entries.")
+@click.option("--json", "as_json", is_flag=True, help="Print the hits as JSON.")
+@click.option("--no-semantic", is_flag=True, help="Lexical only: never load the embedding model.")
+def corpus_search(query: str, corpus_path: str | None, k: int, as_json: bool, no_semantic: bool) -> None:
+    """Search the entries (semantic and lexical, as the FAQ page does); exit 1 when nothing matches."""
+    from kb.cli import common
+    from kb.render_text import render_hits
+
+    sys.exit(render_hits(common.build_diagnoser(corpus_path, semantic=not no_semantic), query, k, as_json))
 
 
 @corpus_group.command("patterns")

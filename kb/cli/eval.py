@@ -31,8 +31,19 @@ if TYPE_CHECKING:
     type=click.Choice(["dev", "holdout"]),
     help="Of a real benchmark directory (tests/eval/real): score this split only (default: both).",
 )
+@click.option(
+    "--fit",
+    is_flag=True,
+    help="With --split dev: fit the confidence model on it and write kb/data/calibration.json, then score again.",
+)
 def eval_cmd(
-    cases: tuple[str, ...], corpus_path: str | None, as_json: bool, no_semantic: bool, ask_path: bool, split: str | None
+    cases: tuple[str, ...],
+    corpus_path: str | None,
+    as_json: bool,
+    no_semantic: bool,
+    ask_path: bool,
+    split: str | None,
+    fit: bool,
 ) -> None:
     """Score the engine on eval cases (JSONL files or directories of them): top-1, top-3, MRR,
     abstention precision and recall, a per-area table, and every miss.
@@ -48,8 +59,12 @@ def eval_cmd(
     if any(is_benchmark_dir(p) for p in paths):
         if len(paths) > 1 or ask_path:
             fail("a real benchmark directory is scored alone, and not with --ask")
-        _run_benchmark(paths[0], split, corpus_path, as_json, no_semantic)
+        if fit and split != "dev":
+            fail("--fit fits on --split dev only (the holdout is never fitted on)")
+        _run_benchmark(paths[0], split, corpus_path, as_json, no_semantic, fit)
         return
+    if fit:
+        fail("--fit needs a real benchmark directory and --split dev")
     if split is not None:
         fail("--split needs a real benchmark directory (one with a manifest.json, like tests/eval/real)")
     try:
@@ -70,17 +85,29 @@ def eval_cmd(
 
 
 def _run_benchmark(
-    directory: Path, split: str | None, corpus_path: str | None, as_json: bool, no_semantic: bool
+    directory: Path, split: str | None, corpus_path: str | None, as_json: bool, no_semantic: bool, fit: bool
 ) -> None:
     import json
 
-    from kb.benchmark import SPLITS, load_split, render_benchmark, score
+    from kb.benchmark import SPLITS, fit_calibration, load_split, render_benchmark, score
 
     try:
         chosen = {s: load_split(directory, s) for s in SPLITS if split in (None, s)}
     except ValueError as exc:
         fail(str(exc))
     diagnoser = common.build_diagnoser(corpus_path, semantic=not no_semantic)
+    if fit:
+        from kb import calibration
+
+        fitted = fit_calibration(diagnoser, chosen["dev"], f"dev split of {directory} ({len(chosen['dev'])} cases)")
+        target = calibration.bundled_path()
+        target.write_text(json.dumps(fitted.to_json(), indent=1) + "\n", encoding="utf-8")
+        diagnoser.calibration = fitted
+        click.echo(
+            f"fitted on {len(chosen['dev'])} dev cases: match from {fitted.match_threshold:.3f}, "
+            f"possible from {fitted.possible_threshold:.3f}; written to {target}",
+            err=True,
+        )
     known = set(diagnoser.entries)
     reports = {s: score(lambda text: diagnoser.diagnose(text, top=5), cases, known, s) for s, cases in chosen.items()}
     if as_json:

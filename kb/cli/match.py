@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -56,8 +55,7 @@ def match_cmd(source: str, corpus_path: str | None, as_json: bool, jsonl: bool, 
         fail(f"cannot read {source}: {exc.strerror or exc}")
     except InputError as exc:
         fail(str(exc))
-    result = diagnoser.diagnose(given.text, top=top)
-    result.notes = given.notes + result.notes
+    result = diagnoser.diagnose_input(given, top=top)
     if as_json:
         click.echo(result.model_dump_json(indent=1))
     else:
@@ -68,22 +66,6 @@ def match_cmd(source: str, corpus_path: str | None, as_json: bool, jsonl: bool, 
 
 
 def _match_jsonl(diagnoser: Diagnoser, top: int) -> None:
-    from kb.inputs import InputError, decode
+    from kb.batch import match_jsonl
 
-    for n, raw in enumerate(sys.stdin.buffer, 1):
-        if not raw.strip():
-            continue
-        try:
-            request = json.loads(raw)
-            req_id = request.get("id", n) if isinstance(request, dict) else n
-            text = request.get("input") if isinstance(request, dict) else None
-            if not isinstance(text, str):
-                raise ValueError("each line must be a JSON object with a string 'input'")
-            given = decode(text.encode("utf-8", "replace"), f"request {req_id}")
-            result = diagnoser.diagnose(given.text, top=top)
-            result.notes = given.notes + result.notes
-            payload = {"id": req_id, **result.model_dump(mode="json")}
-        except (ValueError, InputError) as exc:
-            payload = {"id": n, "error": str(exc)}
-        click.echo(json.dumps(payload, ensure_ascii=False))
-        sys.stdout.flush()
+    match_jsonl(diagnoser, top, sys.stdin.buffer, sys.stdout)

@@ -11,7 +11,9 @@ from kb.cli.common import EXIT_FINDINGS, EXIT_OK, fail
 
 
 @click.command("check-overrides", context_settings={"ignore_unknown_options": True})
-@click.option("--verl-version", metavar="V", help="verl version to check against (default: the newest known, 0.9.1).")
+@click.option(
+    "--verl-version", metavar="V", help="verl version to check against (default: the newest release verl-doctor knows)."
+)
 @click.option(
     "--file",
     "file_path",

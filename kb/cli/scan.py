@@ -95,6 +95,10 @@ def scan_cmd(
         for s in report.skipped:
             click.echo(f"verl-doctor: cannot read {terminal_safe(s.path)}: {s.reason}", err=True)
         sys.exit(EXIT_USAGE)
+    from kb.scan.report import nothing_read
+
+    if (why := nothing_read(report)) is not None:
+        fail(why)
     if fmt == "json":
         click.echo(report.model_dump_json(indent=1))
     elif fmt == "markdown":

@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kb.scan.files import Job, JobFile
-from kb.scan.filescan import MAX_LOCATIONS, SegmentResult
 from kb.scan.incidents import build_incidents, merge_groups
 from kb.scan.job import check_job_overrides, evaluate_metrics, gather_facts, merge_series
 from kb.scan.report import (
@@ -20,7 +19,7 @@ from kb.scan.report import (
     ScanReport,
     SkippedFile,
 )
-from kb.scan.runner import merge_segments
+from kb.scan.segments import MAX_LOCATIONS, SegmentResult, merge_segments
 
 if TYPE_CHECKING:
     from kb.engine import Diagnoser
@@ -55,6 +54,9 @@ def build_report(
         report.skipped += [
             SkippedFile(path=str(job.root / s.path) if s.path else str(job.root), reason=s.reason) for s in job.skipped
         ]
+        if not job.log_files:
+            ignored = ", ".join(f"{n} {why}" for why, n in sorted(job.ignored.items()))
+            report.notes.append(f"no logs found in {job.root}" + (f" (only {ignored})" if ignored else ""))
         label = f"J{ji + 1}." if len(jobs) > 1 else ""
         job_report, findings = assemble_job(job, per_job.get(ji, []), diagnoser, label)
         report.jobs.append(job_report)

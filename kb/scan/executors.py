@@ -11,7 +11,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wai
 from typing import Any
 
 from kb.scan.database import ScanDatabase
-from kb.scan.filescan import SegmentResult
+from kb.scan.segments import SegmentResult
 from kb.scan.worker import Task, batches, install, run_installed, scan_batch, scan_task
 
 OnDone = Callable[[Task, SegmentResult], None]

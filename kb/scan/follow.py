@@ -3,7 +3,9 @@
 Each log file keeps an incremental :class:`FileScanner` and a read offset. A file whose inode changes
 was rotated: the old handle is read to its end, its results are kept, and the new file is read from its
 start. A file that becomes shorter than the offset was truncated: its results so far are kept and it is
-read again from its start. Compressed files do not grow; they are scanned once when they appear.
+read again from its start. So is one whose first bytes, or the bytes just before the offset, are no
+longer those read (truncated and written past the old size again between two polls). Compressed files
+do not grow; they are scanned once when they appear.
 """
 
 from __future__ import annotations
@@ -17,11 +19,12 @@ from typing import TYPE_CHECKING, BinaryIO
 
 from kb.scan.assemble import assemble_job
 from kb.scan.files import JobFile, discover
-from kb.scan.filescan import FileScanner, SegmentResult
+from kb.scan.filescan import FileScanner
 from kb.scan.job import watched_metrics
 from kb.scan.reader import MAX_LINE_BYTES, SNIFF, ReadError, looks_binary, open_for_scan
 from kb.scan.report import Finding, SkippedFile
-from kb.scan.runner import merge_segments, scan_database
+from kb.scan.runner import scan_database
+from kb.scan.segments import SegmentResult, merge_segments
 from kb.scan.worker import Task, scan_task
 
 if TYPE_CHECKING:
@@ -41,6 +44,8 @@ class _Followed:
     result: SegmentResult | None = None
     retired: list[SegmentResult] = field(default_factory=list)
     idle: bool = False
+    head: bytes = b""  # the file's first bytes as read, and the ones just before ``offset``:
+    tail: bytes = b""  # when either changes, the file was rewritten under us
 
 
 class Follower:
@@ -56,7 +61,7 @@ class Follower:
     def _new_scanner(self, f: _Followed) -> None:
         f.result = SegmentResult(file_index=0, segment=0)
         f.scanner = FileScanner(self.db, self.watched, f.result, rank_hint=f.file.rank_hint)
-        f.offset, f.carry = 0, b""
+        f.offset, f.carry, f.head, f.tail = 0, b"", b"", b""
 
     def _retire(self, f: _Followed) -> None:
         if f.scanner is not None and f.result is not None:
@@ -98,6 +103,9 @@ class Follower:
                 return False
             first = False
             got = True
+            if len(f.head) < _PROBE:
+                f.head += data[: _PROBE - len(f.head)]
+            f.tail = (f.tail + data)[-_PROBE:]
             f.offset += len(data)
             buf = f.carry + data
             last = buf.rfind(b"\n")
@@ -136,7 +144,7 @@ class Follower:
                         continue
                     f.ino = st.st_ino
                     self._new_scanner(f)
-                elif st.st_size < f.offset:  # truncated in place
+                elif st.st_size < f.offset or _rewritten(f):  # truncated in place (and perhaps regrown)
                     self._retire(f)
                     f.fh.seek(0)
                     self._new_scanner(f)
@@ -197,6 +205,21 @@ class Follower:
             if f.fh is not None:
                 f.fh.close()
                 f.fh = None
+
+
+#: Bytes compared at the start of a followed file and before its read offset, to notice a rewrite.
+_PROBE = 512
+
+
+def _rewritten(f: _Followed) -> bool:
+    """Whether the bytes already read are no longer in the file: it was truncated and has grown again."""
+    if f.fh is None or not f.offset:
+        return False
+    try:
+        fd = f.fh.fileno()
+        return os.pread(fd, len(f.head), 0) != f.head or os.pread(fd, len(f.tail), f.offset - len(f.tail)) != f.tail
+    except (OSError, ValueError, AttributeError):
+        return False
 
 
 def _merge_snapshot(parts: list[SegmentResult]) -> SegmentResult:

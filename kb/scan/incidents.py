@@ -13,8 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from kb.scan.filescan import MAX_LOCATIONS, BlockGroup, TimeKey
 from kb.scan.report import Incident, Location, Role
+from kb.scan.segments import MAX_LOCATIONS, BlockGroup, TimeKey
 from kb.signals import Signals
 
 if TYPE_CHECKING:
@@ -109,9 +109,7 @@ def build_incidents(
                     ev.line_no = g.start_line + ev.line_no - 1
         if role == "notice" and not result.matches:
             continue  # a line a symptom regex liked, which the engine does not hold to be anything
-        excerpt = g.text.splitlines()
-        if len(excerpt) > EXCERPT_LINES:
-            excerpt = [*excerpt[: EXCERPT_LINES // 2], "…", *excerpt[-EXCERPT_LINES // 2 :]]
+        excerpt, excerpt_start = _excerpt(g)
         first = d.locations[0] if d.locations else Location(file=d.file, line=g.start_line)
         incidents.append(
             Incident(
@@ -128,8 +126,20 @@ def build_incidents(
                 locations=d.locations,
                 time=d.time_text,
                 excerpt=excerpt,
-                excerpt_start=g.start_line,
+                excerpt_start=excerpt_start,
                 diagnosis=result,
             )
         )
     return incidents
+
+
+def _excerpt(g: BlockGroup) -> tuple[list[str], int]:
+    """(lines, file line of the first) of the first occurrence: the whole block, or for a long one a window
+    of consecutive lines ending a little after its key line (the exception), so that line is always shown."""
+    lines = g.text.splitlines()
+    if len(lines) <= EXCERPT_LINES:
+        return lines, g.start_line
+    key = (g.lines[0] - g.start_line) if g.lines else len(lines) - 1
+    end = min(len(lines), max(key + 1 + EXCERPT_LINES // 4, EXCERPT_LINES))
+    start = max(0, end - EXCERPT_LINES)
+    return lines[start:end], g.start_line + start

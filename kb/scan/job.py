@@ -167,7 +167,7 @@ def merge_series(
             origin.setdefault(key, rel)
             for step, value, line in points:
                 if step not in target:
-                    target[step] = MetricPoint(step=step, value=value, line_no=line)
+                    target[step] = MetricPoint(step, value, line)
     return {k: sorted(v.values(), key=lambda p: p.step) for k, v in series.items()}, origin
 
 

@@ -10,7 +10,7 @@ from rich.markup import escape
 
 from kb import __version__
 from kb.render_text import terminal_safe_model
-from kb.result import EnvSetting
+from kb.result import EnvSetting, RenderedOverride
 from kb.scan.report import Finding, Incident, JobReport, ScanReport
 
 _SEV_STYLE = {"critical": "bold red", "error": "red", "warning": "yellow", "note": "dim"}
@@ -112,7 +112,7 @@ def render_finding(out: Console, f: Finding, cascade: list[Finding]) -> None:
             cause = best.cause.split("\n\n")[0].strip()
             if cause:
                 out.print(f"  why: {cause[:600]}", markup=False)
-            _fix(out, [o.line for o in best.overrides], best.actions, inc.diagnosis.verl_version_used, best.env)
+            _fix(out, best.overrides, best.actions, inc.diagnosis.verl_version_used, best.env)
         for issue in inc.diagnosis.similar_issues[:3]:
             state = f" [{issue.state}]" if issue.state else ""
             out.print(
@@ -127,20 +127,49 @@ def render_finding(out: Console, f: Finding, cascade: list[Finding]) -> None:
         for ev in f.metric.evidence:
             if ev.kind == "metric":
                 out.print(f"  {ev.text}", markup=False)
-        _fix(out, [o.line for o in f.metric.overrides], f.metric.actions, None, f.metric.env)
+        _fix(out, f.metric.overrides, f.metric.actions, None, f.metric.env)
     if f.override is not None and f.override.suggestion:
         out.print(f"  use: {f.override.suggestion}", markup=False)
 
 
+def fix_lines(overrides: list[RenderedOverride], version: str | None) -> list[tuple[str, list[str]]]:
+    """(label, override lines): one group for the job's verl version; without a version, one per verl
+    range, each saying which releases it is for (never every range run together as one fix)."""
+    if not overrides:
+        return []
+    if version:
+        return [(f"verl {version}", [o.line for o in overrides])]
+    by_range: dict[str, list[str]] = {}
+    for o in overrides:
+        by_range.setdefault(o.verl, []).append(o.line)
+    return [(f"verl {spec}", lines) for spec, lines in by_range.items()]
+
+
 def _fix(
-    out: Console, overrides: list[str], actions: list[str], version: str | None, env: list[EnvSetting] | None = None
+    out: Console,
+    overrides: list[RenderedOverride],
+    actions: list[str],
+    version: str | None,
+    env: list[EnvSetting] | None = None,
 ) -> None:
-    if overrides:
-        out.print("  fix" + (f" (verl {version})" if version else "") + ": " + " ".join(overrides), markup=False)
+    rows = fix_lines(overrides, version)
+    if len(rows) > 1:
+        out.print("  fix (no verl version found in the job; one line per release range):", markup=False)
+        for label, line in rows:
+            out.print(f"    {label}: {' '.join(line)}", markup=False)
+    for label, line in rows if len(rows) == 1 else []:
+        out.print(f"  fix ({label}): {' '.join(line)}", markup=False)
     for e in env or []:
         out.print(f"  env: export {e.line}" + (f"  ({e.note})" if e.note else ""), markup=False)
     for a in actions[:3]:
         out.print(f"  - {a}", markup=False)
+
+
+def _md_fix(overrides: list[RenderedOverride], version: str | None) -> list[str]:
+    out: list[str] = []
+    for label, line in fix_lines(overrides, version):
+        out += [f"Fix ({label}):", "", "```", *line, "```", ""]
+    return out
 
 
 def render_markdown(report: ScanReport) -> str:
@@ -164,7 +193,7 @@ def render_markdown(report: ScanReport) -> str:
             lines.append("")
             best = inc.diagnosis.matches[0] if inc.diagnosis.matches else None
             if best is not None and best.overrides:
-                lines += ["Fix:", "", "```", *[o.line for o in best.overrides], "```", ""]
+                lines += _md_fix(best.overrides, inc.diagnosis.verl_version_used)
             if best is not None and best.env:
                 lines += ["Environment:", "", "```", *[f"export {e.line}" for e in best.env], "```", ""]
                 lines += [f"- `{e.name}`: {e.note}" for e in best.env if e.note] + [""]
@@ -183,7 +212,7 @@ def render_markdown(report: ScanReport) -> str:
         if f.metric is not None:
             lines += [f"- {ev.text}" for ev in f.metric.evidence if ev.kind == "metric"]
             if f.metric.overrides:
-                lines += ["", "```", *[o.line for o in f.metric.overrides], "```"]
+                lines += ["", *_md_fix(f.metric.overrides, None)]
             lines.append("")
         if f.override is not None and f.override.suggestion:
             lines += [f"Use `{f.override.suggestion}`.", ""]

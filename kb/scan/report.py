@@ -7,9 +7,9 @@ the engine's :class:`kb.result.Match` with the step range as evidence; override 
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import AfterValidator, BaseModel, Field
 
 from kb.overrides import OverrideReport, OverrideVerdict
 from kb.result import Match, Result
@@ -21,8 +21,22 @@ FindingKind = Literal["failure", "error", "cascade", "metric", "override", "warn
 SEVERITY_RANK: dict[str, int] = {"critical": 0, "error": 1, "warning": 2, "note": 3}
 
 
+def displayable(name: str) -> str:
+    """A file name as text: bytes that are not UTF-8 (Python keeps them as surrogate escapes, which JSON
+    cannot carry) become ``\\xNN``, as ``ls -b`` shows them."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    return name
+
+
+#: A path in a report: always valid Unicode, whatever bytes the file system gave.
+PathText = Annotated[str, AfterValidator(displayable)]
+
+
 class Location(BaseModel):
-    file: str = Field(description="path relative to the job root (the job root itself for a single file)")
+    file: PathText = Field(description="path relative to the job root (the job root itself for a single file)")
     line: int = Field(description="1-based line of the incident's first anchor line")
     rank: int | None = None
 
@@ -38,7 +52,7 @@ class Incident(BaseModel):
     caused_by: str | None = Field(default=None, description="for a cascade: the id of the first failure")
     count: int
     ranks: list[int] = Field(default_factory=list)
-    files: dict[str, int] = Field(default_factory=dict, description="file -> occurrences")
+    files: dict[PathText, int] = Field(default_factory=dict, description="file -> occurrences")
     first: Location
     locations: list[Location] = Field(default_factory=list)
     time: str | None = Field(default=None, description="earliest timestamp seen with it (MM-DD HH:MM:SS)")
@@ -55,7 +69,7 @@ class JobFacts(BaseModel):
     platform: str | None = None
     env: list[str] = Field(default_factory=list)
     overrides: dict[str, str] = Field(default_factory=dict)
-    overrides_source: str | None = None
+    overrides_source: PathText | None = None
     checkpoint_steps: list[int] = Field(default_factory=list)
     latest_checkpoint: int | None = None
     metrics_seen: list[str] = Field(default_factory=list)
@@ -63,13 +77,13 @@ class JobFacts(BaseModel):
 
 
 class SkippedFile(BaseModel):
-    path: str
+    path: PathText
     reason: str
     partial: bool = Field(default=False, description="true when part of the file was scanned before the problem")
 
 
 class FileStat(BaseModel):
-    path: str
+    path: PathText
     kind: str
     compression: str | None = None
     bytes: int
@@ -80,7 +94,7 @@ class Finding(BaseModel):
     """One problem, worst first in ``ScanReport.findings``."""
 
     id: str
-    job: str
+    job: PathText
     kind: FindingKind
     severity: Severity
     title: str
@@ -94,7 +108,7 @@ class Finding(BaseModel):
 
 
 class JobReport(BaseModel):
-    root: str
+    root: PathText
     facts: JobFacts
     incidents: list[Incident] = Field(default_factory=list)
     overrides: OverrideReport | None = None
@@ -115,9 +129,18 @@ class ScanStats(BaseModel):
 
 class ScanReport(BaseModel):
     kb_version: str
-    paths: list[str]
+    paths: list[PathText]
     findings: list[Finding] = Field(default_factory=list)
     jobs: list[JobReport] = Field(default_factory=list)
     skipped: list[SkippedFile] = Field(default_factory=list)
     stats: ScanStats = Field(default_factory=ScanStats)
     notes: list[str] = Field(default_factory=list)
+
+
+def nothing_read(report: ScanReport) -> str | None:
+    """Why a scan that read no log at all and found nothing is no answer ("no problems" would be wrong), or
+    None when it read something or found something."""
+    if report.stats.files or report.findings:
+        return None
+    where = ", ".join(report.paths)
+    return f"no logs found in {where}: nothing to scan (a job writes *.log, *.out/err, Ray session logs)"

@@ -13,7 +13,7 @@ from kb.deferred import Deferred
 from kb.scan.database import ScanDatabase
 from kb.scan.executors import LocalExecutor, OnDone
 from kb.scan.files import JobFile, discover
-from kb.scan.filescan import BlockGroup, SegmentResult
+from kb.scan.segments import SegmentResult
 from kb.scan.spec import ScanSpec, load_spec, save_spec
 from kb.scan.worker import Task, plan
 
@@ -181,38 +181,6 @@ def _prepare(diagnoser: Deferred[Diagnoser]) -> Diagnoser:
     import kb.scan.assemble  # noqa: F401  (imported here, off the streaming path)
 
     return diagnoser.result()
-
-
-def merge_segments(segments: list[SegmentResult], consecutive: bool = True) -> SegmentResult:
-    """One file's result from its segments, with absolute line numbers. With ``consecutive=False`` the
-    parts are successive generations of a file (rotated or truncated), each numbered from its line 1."""
-    segments = sorted(segments, key=lambda s: s.segment)
-    if not segments:
-        return SegmentResult(file_index=-1, segment=0, skipped="not scanned")
-    out = segments[0]
-    offset = out.lines
-    for seg in segments[1:]:
-        if consecutive:
-            seg.shift(offset)
-        offset += seg.lines
-        out.lines += seg.lines
-        out.bytes_read += seg.bytes_read
-        out.long_lines += seg.long_lines
-        out.notes += seg.notes
-        out.partial = out.partial or seg.partial
-        out.skipped = out.skipped or seg.skipped
-        for sig, g in seg.groups.items():
-            mine: BlockGroup | None = out.groups.get(sig)
-            if mine is None:
-                out.groups[sig] = g
-            else:
-                mine.absorb(g)
-        for key, points in seg.metrics.items():
-            out.metrics.setdefault(key, []).extend(points)
-        out.env_lines += seg.env_lines[: max(0, 300 - len(out.env_lines))]
-        if not out.metric_keys:
-            out.metric_keys = seg.metric_keys
-    return out
 
 
 @contextmanager

@@ -10,8 +10,9 @@ import os
 from dataclasses import dataclass
 
 from kb.scan.database import ScanDatabase
-from kb.scan.filescan import FileScanner, SegmentResult
+from kb.scan.filescan import FileScanner
 from kb.scan.reader import ReadError, ReadState, iter_spans, open_for_scan
+from kb.scan.segments import SegmentResult
 
 #: Plain files larger than this are split into segments of this size.
 SEGMENT_BYTES = 96 * 1024 * 1024

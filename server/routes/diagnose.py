@@ -5,7 +5,7 @@ from __future__ import annotations
 from fastapi import APIRouter, HTTPException
 from starlette.concurrency import run_in_threadpool
 
-from kb.inputs import InputError, decode
+from kb.inputs import InputError
 from kb.result import Result
 from server.deps import Auth, DiagnoserDep
 from server.problems import problem_responses
@@ -22,9 +22,6 @@ router = APIRouter(prefix="/v1", tags=["diagnose"], dependencies=[Auth])
 async def diagnose(body: DiagnoseRequest, diagnoser: DiagnoserDep) -> Result:
     """Diagnose a traceback, a log excerpt or a question: ranked known problems with their evidence."""
     try:
-        given = decode(body.input.encode("utf-8", "replace"), "input")
+        return await run_in_threadpool(diagnoser.diagnose_input, body.input, body.top)
     except InputError as exc:
         raise HTTPException(status_code=422, detail=str(exc)) from None
-    result = await run_in_threadpool(diagnoser.diagnose, given.text, body.top)
-    result.notes = given.notes + result.notes
-    return result

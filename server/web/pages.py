@@ -15,7 +15,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from kb.engine import Diagnoser
 from kb.entry import AREAS
-from kb.inputs import InputError, decode
+from kb.inputs import InputError
 from kb.result import RenderedOverride, Result
 from kb.search import search_entries
 from kb.versions import KNOWN_RELEASES, VersionError, parse_version
@@ -128,15 +128,13 @@ async def diagnose(request: Request, diagnoser: DiagnoserDep) -> Response:
     except ValueError:
         top = DIAGNOSE_TOP
     try:
-        given = decode(text.encode("utf-8", "replace"), "input")
+        result: Result = await run_in_threadpool(diagnoser.diagnose_input, text, top)
     except InputError as exc:
         if wants_json(request):
             return problem_response(422, "Invalid request", str(exc))
         return html(
             request, "diagnose.html", 422, title="Diagnose · verl-doctor", pasted=text, result=None, error=str(exc)
         )
-    result: Result = await run_in_threadpool(diagnoser.diagnose, given.text, top)
-    result.notes = given.notes + result.notes
     if wants_json(request):
         return JSONResponse(result.model_dump(mode="json"), headers={"Vary": "Accept"})
     return html(request, "diagnose.html", title="Diagnosis · verl-doctor", pasted=text, result=result, error=None)

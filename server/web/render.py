@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import jinja2
+import regex
 from fastapi import Request
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 from markdown_it import MarkdownIt
@@ -14,6 +15,7 @@ from markupsafe import Markup
 from pydantic import BaseModel
 
 from kb import __version__
+from kb.patterns import CONFIRM_TIMEOUT, MAX_CONFIRM_LINE
 
 HERE = Path(__file__).resolve().parent
 TEMPLATES = HERE / "templates"
@@ -59,9 +61,11 @@ def is_url(text: str) -> bool:
 def highlight(text: str, pattern: str | None) -> list[tuple[str, bool]]:
     """``text`` split into (part, is_match) pieces around the first match of ``pattern`` (escaped by the template)."""
     if pattern:
+        # A corpus regex on input text: the linear-time rule's engine under the matcher's timeout, never
+        # unbounded stdlib re (the evidence text is cut at 500 characters, where a pattern may backtrack).
         try:
-            m = re.search(pattern, text)
-        except (re.error, RecursionError):
+            m = regex.search(pattern, text[:MAX_CONFIRM_LINE], timeout=CONFIRM_TIMEOUT)
+        except (regex.error, RecursionError, TimeoutError):
             m = None
         if m is not None and m.end() > m.start():
             return [p for p in ((text[: m.start()], False), (m.group(0), True), (text[m.end() :], False)) if p[0]]

@@ -1,9 +1,9 @@
 """Adds collected cases to the real benchmark: ids, checks, the dev/holdout split by thread, the manifest.
 
-    python tests/eval/real/split.py POOL.jsonl [POOL.jsonl ...]
+    python tests/eval/real/split.py [POOL.jsonl ...]
 
-Threads already in `dev.jsonl` or `holdout.jsonl` keep their side (a new case of a known thread joins it).
-A thread that a corpus entry cites goes to dev: the entry was written from it. Any other new thread is
+Threads already in `dev.jsonl` or `holdout.jsonl` keep their side (a new case of a known thread joins it),
+but a thread that a corpus entry cites goes to dev, new or not: the entry was written from it. Any other new thread is
 assigned within its stratum (negative or not, area, kind of its first case), in the order of a salted hash
 of its name, to the holdout whenever that keeps the stratum's holdout share nearest 30 %. Writing the
 holdout re-signs `manifest.json` (its case ids, threads and sha256), which `tests/test_real_benchmark.py`
@@ -29,11 +29,21 @@ HOLDOUT_SHARE = 0.30
 AREAS = {"ray", "network", "install", "config", "rollout", "metrics", "memory", "data", "checkpoint", "tooling"}
 
 
+def _seen_threads() -> set[str]:
+    """Threads someone read while writing entries (seen_threads.txt, one `owner/repo#N  why` a line)."""
+    path = HERE / "seen_threads.txt"
+    if not path.exists():
+        return set()
+    lines = path.read_text(encoding="utf-8").splitlines()
+    return {ln.split()[0].lower() for ln in lines if ln.strip() and not ln.startswith("#")}
+
+
 def cited_threads(entries: list[object]) -> set[str]:
     """Threads an entry cites: the entry was written from them, so their cases are dev cases, never holdout."""
     out = set()
     for entry in entries:
-        for url in getattr(entry, "sources", []):
+        meta = getattr(entry, "meta", entry)  # a loaded Entry keeps its front matter in .meta
+        for url in meta.sources:
             if "github.com/" in url and ("/issues/" in url or "/pull/" in url):
                 out.add(_thread_of(url).lower())
     return out
@@ -105,6 +115,13 @@ def main(pools: list[Path]) -> int:
     known = {e.id for e in entries}
     cited = cited_threads(list(entries))
     sides: dict[str, list[RealCase]] = {s: _read(HERE / f"{s}.jsonl") for s in ("dev", "holdout")}
+    # A holdout thread that an entry has come to cite was read to write that entry: it is dev from now on.
+    cited |= _seen_threads()
+    seen_by_entries = [c for c in sides["holdout"] if c.thread.lower() in cited]
+    if seen_by_entries:
+        print(f"moved to dev, cited by entries: {', '.join(sorted({c.thread for c in seen_by_entries}))}")
+        sides["holdout"] = [c for c in sides["holdout"] if c.thread.lower() not in cited]
+        sides["dev"] += seen_by_entries
     side_of = {c.thread: s for s, cases in sides.items() for c in cases}
     seen = {c.id for cases in sides.values() for c in cases}
     fresh: dict[str, list[RealCase]] = defaultdict(list)
@@ -167,6 +184,4 @@ def main(pools: list[Path]) -> int:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) < 2:
-        sys.exit(__doc__)
     sys.exit(main([Path(p) for p in sys.argv[1:]]))

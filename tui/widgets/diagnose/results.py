@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import shlex
-
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
@@ -33,10 +31,11 @@ def match_prompt(match: Match) -> Text:
 
 
 def copy_text(match: Match) -> str:
-    """What `c` copies: the overrides as one command-line fragment, each quoted for a POSIX shell; for a
-    fix made of environment variables only, their export lines. Empty when the fix has neither."""
+    """What `c` copies: the overrides as one command-line fragment (each line is already quoted for a POSIX
+    shell where it needs it); for a fix made of environment variables only, their export lines. Empty when
+    the fix has neither."""
     if match.overrides:
-        return " ".join(shlex.quote(o.line) for o in match.overrides)
+        return " ".join(o.line for o in match.overrides)
     return "\n".join(f"export {e.line}" for e in match.env)
 
 

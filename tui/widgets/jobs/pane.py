@@ -61,7 +61,7 @@ def finding_markup(finding: Finding) -> tuple[Content, Content, Content]:
         width = len(str(inc.excerpt_start + len(inc.excerpt)))
         for i, line in enumerate(inc.excerpt[:200]):
             no = f"{inc.excerpt_start + i:>{width}}"
-            if i + 1 in marked:
+            if inc.excerpt_start + i in marked:  # evidence lines are file lines
                 excerpt.append(fill("[$text-warning]▶$no[/] [on $warning 20%]$text[/]", no=no, text=line[:500]))
             else:
                 excerpt.append(fill("[$text-muted] $no[/] $text", no=no, text=line[:500]))
@@ -256,7 +256,8 @@ class JobsPane(UsesEngine, Vertical):
         bar = self.query_one(ProgressBar)
         bar.update(total=1, progress=1)
         skipped = f" · {len(report.skipped)} skipped" if report.skipped else ""
-        found = f"{len(report.findings)} finding(s)" if report.findings else "no problems"
+        empty = not report.findings and not s.files
+        found = f"{len(report.findings)} finding(s)" if report.findings else "no logs found" if empty else "no problems"
         self.query_one("#jobs-status", Static).update(
             f"{found} · {s.files} file(s) · {s.lines} lines · {s.seconds:.1f} s{skipped}"
         )
@@ -266,7 +267,7 @@ class JobsPane(UsesEngine, Vertical):
             findings.add_options([Option(finding_prompt(f), id=f.id) for f in report.findings])
             findings.highlighted = 0
         else:
-            findings.add_option(Option("No problems found.", disabled=True))
+            findings.add_option(Option("No logs found here." if empty else "No problems found.", disabled=True))
         for sk in report.skipped:
             skipped = terminal_safe(f"skipped  {sk.path}: {sk.reason}")
             findings.add_option(Option(Text(skipped, style="dim"), disabled=True))

@@ -1,0 +1,22 @@
+"""The README's command table is the click help's: regenerate it with ``python scripts/update_readme.py``."""
+
+from __future__ import annotations
+
+from kb.cli import main
+from kb.cli.reference import command_table, readme_table, replace_table
+from tests.conftest import REPO
+
+
+def test_the_command_table_is_the_click_help() -> None:
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    assert readme_table(readme) == command_table(main), "README drifted: run python scripts/update_readme.py"
+
+
+def test_the_table_has_every_command_and_drift_is_seen() -> None:
+    table = command_table(main)
+    for command in ("match", "scan", "corpus validate", "issues import", "check-overrides", "tui", "eval"):
+        assert f"| `verl-doctor {command}" in table
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    drifted = replace_table(readme, table.replace("Forget every imported archive.", "Forget nothing."))
+    assert readme_table(drifted) != table
+    assert replace_table(drifted, table) == readme
