@@ -7,6 +7,7 @@ import shlex
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from kb import provenance as _provenance
 from kb.corpus import Corpus
 from kb.distill import distill, is_question
 from kb.entry import Entry
@@ -127,10 +128,14 @@ class Diagnoser:
 
         version = self.version_for(signals)
         matches = [self.build_match(c, signals, lines, version) for c in cands.values()]
+        provenance = _provenance.assess(lines, signals)
+        _provenance.apply(matches, provenance, self.entries, MATCH_THRESHOLD)
         matches = [m for m in matches if m.confidence >= POSSIBLE_THRESHOLD]
         matches.sort(key=lambda m: (-m.confidence, m.id))
         matches = matches[:top]
         abstained = not any(m.verdict == "match" for m in matches)
+        if (held_back := _provenance.note(provenance, matches, self.entries)) is not None:
+            notes.append(held_back)
         if abstained and not matches:
             notes.append("no known problem fits this input well enough")
         similar: list[SimilarIssue] = []
@@ -148,6 +153,7 @@ class Diagnoser:
             matches=matches,
             notes=notes,
             similar_issues=similar,
+            provenance=provenance,
         )
 
     @staticmethod

@@ -275,6 +275,9 @@ class FrontMatter(_Strict):
     sources: list[str] = Field(min_length=1)
     related: list[str] = Field(default_factory=list)
     fixed_in: FixedIn | None = None
+    generic: bool = False
+    """True for a failure any stack can hit (NCCL, CUDA OOM, shared memory, W&B, chat templates, Hydra,
+    vLLM/Ray's own errors): claimed only when the input shows it comes from a verl job."""
 
     @field_validator("id")
     @classmethod

@@ -195,15 +195,30 @@ def _level(sig: MetricSignature, name: str, series: list[MetricPoint]) -> Eviden
         if len(past) < need or len(past) < LEVEL_SHARE_ALL * len(series):
             return None
         finite = [p.value for p in series if is_finite(p.value)]
+        since = past[0].step
+    else:
+        since = _sustained_since(sig, series, share)
     values = ", ".join(f"{p.step}:{p.value:.4g}" for p in past[-4:])
     return Evidence(
         kind="metric",
-        text=f"{name} {_describe(sig)} at {len(past)} {where} (median {statistics.median(finite):.4g}; "
-        f"step:value {values})",
+        text=f"{name} {_describe(sig)} at {len(past)} {where}, since step {since} "
+        f"(median {statistics.median(finite):.4g}; step:value {values})",
         line_no=past[-1].line_no,
         pattern=f"{name} {_describe(sig)}",
-        steps=(window[0].step, window[-1].step),
+        steps=(since, window[-1].step),
     )
+
+
+def _sustained_since(sig: MetricSignature, series: list[MetricPoint], share: float) -> int:
+    """The first step of the longest tail of the series that is past the threshold at that step and at
+    ``share`` of its steps: where the sustained state began."""
+    since, past = series[-1].step, 0
+    for i in range(len(series) - 1, -1, -1):
+        hit = _past(sig, series[i].value)
+        past += hit
+        if hit and past >= share * (len(series) - i):
+            since = series[i].step
+    return since
 
 
 def evaluate_metric(sig: MetricSignature, metrics: dict[str, list[MetricPoint]]) -> Evidence | None:

@@ -71,8 +71,8 @@ def test_a_collapse_that_stays_down_is_claimed_with_the_window_as_evidence(runne
     match = next(m for m in result["matches"] if m["id"] == "entropy-collapse")
     assert match["verdict"] == "match"
     metric = next(e for e in match["evidence"] if e["kind"] == "metric")
-    assert metric["steps"] == [46, 50]  # the trailing window that was judged
-    assert "of the last 5 steps" in metric["text"] and "median" in metric["text"]
+    assert metric["steps"] == [41, 50]  # from where the collapsed state began to the last step
+    assert "of the last 5 steps, since step 41" in metric["text"] and "median" in metric["text"]
 
 
 def _points(values: list[float]) -> dict[str, list[MetricPoint]]:
