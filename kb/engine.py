@@ -8,6 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from kb import calibration as calibration_model
+from kb import provenance as _provenance
 from kb.corpus import Corpus
 from kb.didyoumean import key_suggestions
 from kb.distill import distill, is_question
@@ -142,12 +143,17 @@ class Diagnoser:
 
         version = self.version_for(signals)
         matches = [self.build_match(c, signals, lines, version) for c in cands.values()]
+        provenance = _provenance.assess(lines, signals)
+        threshold = self.calibration.match_threshold if self.calibration else MATCH_THRESHOLD
+        _provenance.apply(matches, provenance, self.entries, threshold)
         # The fit saw only candidates the hand-set fusion keeps, so that floor stays; the fitted one is on top.
         floor = self.calibration.possible_threshold if self.calibration else 0.0
         matches = [m for m in matches if m.features["heuristic"] >= POSSIBLE_THRESHOLD and m.confidence >= floor]
         matches.sort(key=lambda m: (-m.confidence, m.id))
         matches = matches[:top]
         abstained = not any(m.verdict == "match" for m in matches)
+        if (held_back := _provenance.note(provenance, matches, self.entries)) is not None:
+            notes.append(held_back)
         if abstained and not matches:
             notes.append("no known problem fits this input well enough")
         similar: list[SimilarIssue] = []
@@ -166,6 +172,7 @@ class Diagnoser:
             notes=notes,
             similar_issues=similar,
             did_you_mean=key_suggestions(signals, lines, version),
+            provenance=provenance,
         )
 
     @staticmethod

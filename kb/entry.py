@@ -95,6 +95,11 @@ class MetricSignature(_Strict):
     as a memory leak wants less."""
     tolerance: float | None = Field(default=None, ge=0)
     """With ``flat``: how far from the value a point may be and still count as flat (default 1e-6)."""
+    window: int | None = Field(default=None, ge=1)
+    """With ``above``/``below``: how many trailing steps are judged (default: ``min_steps``, at least 5)."""
+    share: float | None = Field(default=None, gt=0, le=1)
+    """With ``above``/``below``: the share of the trailing window's steps that must be past the threshold
+    (default 0.8); a state is sustained, an isolated dip of a noisy healthy run is not."""
 
     @model_validator(mode="after")
     def _one_test(self) -> MetricSignature:
@@ -107,6 +112,8 @@ class MetricSignature(_Strict):
             raise ValueError("'change' belongs to a 'trend' signature")
         if self.tolerance is not None and self.flat is None:
             raise ValueError("'tolerance' belongs to a 'flat' signature")
+        if (self.window is not None or self.share is not None) and self.above is None and self.below is None:
+            raise ValueError("'window' and 'share' belong to an 'above' or 'below' signature")
         return self
 
     @property
@@ -301,6 +308,9 @@ class FrontMatter(_Strict):
     sources: list[str] = Field(min_length=1)
     related: list[str] = Field(default_factory=list)
     fixed_in: FixedIn | None = None
+    generic: bool = False
+    """True for a failure any stack can hit (NCCL, CUDA OOM, shared memory, W&B, chat templates, Hydra,
+    vLLM/Ray's own errors): claimed only when the input shows it comes from a verl job."""
 
     @field_validator("id")
     @classmethod

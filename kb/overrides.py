@@ -160,6 +160,59 @@ def _env_like(word: str) -> bool:
     return bool(_SHELL_ASSIGNMENT.match(word)) and name.isupper()
 
 
+#: A launch command: a Python interpreter (or torchrun) on the line, then the entry point: a verl
+#: module (``-m verl.trainer.main_ppo``, ``-m recipe.dapo.main_dapo``) or a script (``.../main_ppo.py``).
+_LAUNCH_HINT = re.compile(r"(?:^|[\s/;&|(])(?:python[\d.]*|torchrun)(?:\s|$)")
+_INTERPRETER = re.compile(r"(?:^|/)(?:python[\d.]*|torchrun)$")
+_ENTRY_MODULE = re.compile(r"^(?:verl(?:\.\w+)*|(?:\w+\.)*main_\w+)$")
+_COMMAND_END = {"|", "||", "&&", ";", "&", ">", ">>", "2>&1", "2>", "1>", "|&"}
+
+
+def launch_overrides(texts: Iterable[str]) -> list[str]:
+    """Override tokens from the launch command lines among ``texts`` (console lines, a shell script): a
+    line that runs a verl entry point with an interpreter, joined with the lines its trailing ``\\``
+    continues. Nothing else counts: a warning that says "please set critic.enable=True", or Ray's
+    ``(pid=…, ip=…, actor_id=…, repr=<main_ppo.TaskRunner …>)`` line, is not something the user passed."""
+    rows = list(texts)
+    out: list[str] = []
+    i = 0
+    while i < len(rows):
+        line = rows[i]
+        if not _LAUNCH_HINT.search(line):
+            i += 1
+            continue
+        while line.rstrip().endswith("\\") and i + 1 < len(rows):
+            i += 1
+            line = line.rstrip()[:-1] + " " + rows[i]
+        out += _command_tokens(line)
+        i += 1
+    return out
+
+
+def _command_tokens(line: str) -> list[str]:
+    try:
+        parts = shlex.split(line.split(" #", 1)[0], comments=False)
+    except ValueError:
+        parts = line.split()
+    start = None
+    for i, tok in enumerate(parts):
+        module = i > 0 and parts[i - 1] == "-m" and _ENTRY_MODULE.match(tok)
+        if module or tok.endswith(".py"):
+            start = i + 1
+            break
+    if start is None or not any(_INTERPRETER.search(t) for t in parts[:start]):
+        return []
+    tokens: list[str] = []
+    for tok in parts[start:]:
+        if tok in _COMMAND_END or tok.startswith((">", "2>", "1>")):
+            break
+        if _OVERRIDE_RE.match(tok) and ("=" in tok or tok.startswith("~")):
+            tokens.append(tok)
+        elif not tok.startswith(("-", "$", "/", ".")) and "/" not in tok:
+            break  # a plain word: prose that quotes a command ("run python -m verl.trainer.main_ppo with ...")
+    return tokens
+
+
 def _rename_hint(key: str, release: str) -> tuple[str, str] | None:
     """(suggested key, reason) from the rename table, both directions."""
     rename = rename_for(key)

@@ -114,6 +114,20 @@ class SignalsSummary(BaseModel):
     lines: int = 0
 
 
+class ProvenanceClue(BaseModel):
+    text: str = Field(description="the input line (or its part) that says which stack the input comes from")
+    line_no: int | None = Field(default=None, description="1-based line in the input")
+
+
+class Provenance(BaseModel):
+    """Which stack the input comes from: a verl job, another framework, or no telling."""
+
+    stack: str = Field(description="'verl', 'unknown', or the other stack, e.g. 'TRL', 'DeepSpeed', 'vLLM serving'")
+    verl: bool | None = Field(description="True: a verl job; False: another stack; None: the input does not say")
+    evidence: list[ProvenanceClue] = Field(default_factory=list)
+    summary: str = Field(description="one sentence on what the input looks like, for every surface")
+
+
 class SimilarIssue(BaseModel):
     """A past issue from an imported issue archive (``verl-doctor issues import``), shown beside the entries."""
 
@@ -166,4 +180,8 @@ class Result(BaseModel):
     )
     similar_issues: list[SimilarIssue] = Field(
         default_factory=list, description="similar past issues from an imported archive, beside the entries"
+    )
+    provenance: Provenance | None = Field(
+        default=None,
+        description="which stack the input comes from; generic entries are claimed only with verl evidence",
     )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import itertools
 import math
+import statistics
 import time
 from collections import defaultdict
 from collections.abc import Sequence
@@ -164,6 +165,62 @@ def _trend(points: list[MetricPoint], rising: bool, min_change: float = TREND_CH
     return z > _MK_Z if rising else z < -_MK_Z
 
 
+#: A level test judges the trailing window: this share of its steps past the threshold (and its median too).
+LEVEL_SHARE = 0.8
+#: The trailing window has at least this many steps (``min_steps`` when larger).
+LEVEL_WINDOW = 5
+#: Or this share of all the steps of the series, wherever they are.
+LEVEL_SHARE_ALL = 0.5
+
+
+def _past(sig: MetricSignature, value: float) -> bool:
+    if not is_finite(value):
+        return False
+    return value > sig.above if sig.above is not None else sig.below is not None and value < sig.below
+
+
+def _level(sig: MetricSignature, name: str, series: list[MetricPoint]) -> Evidence | None:
+    """A sustained level: past the threshold over the trailing window (``share`` of its steps, and its
+    median), or over at least half of all the steps; never a few isolated points of a noisy healthy run."""
+    need = sig.steps_needed
+    share = sig.share if sig.share is not None else LEVEL_SHARE
+    window = series[-(sig.window or max(need, LEVEL_WINDOW)) :]
+    past = [p for p in window if _past(sig, p.value)]
+    where = f"of the last {len(window)} steps"
+    finite = [p.value for p in window if is_finite(p.value)]
+    sustained = len(window) >= need and len(past) >= share * len(window)
+    if not (sustained and finite and _past(sig, statistics.median(finite))):
+        window, where = series, f"of {len(series)} steps"
+        past = [p for p in series if _past(sig, p.value)]
+        if len(past) < need or len(past) < LEVEL_SHARE_ALL * len(series):
+            return None
+        finite = [p.value for p in series if is_finite(p.value)]
+        since = past[0].step
+    else:
+        since = _sustained_since(sig, series, share)
+    values = ", ".join(f"{p.step}:{p.value:.4g}" for p in past[-4:])
+    return Evidence(
+        kind="metric",
+        text=f"{name} {_describe(sig)} at {len(past)} {where}, since step {since} "
+        f"(median {statistics.median(finite):.4g}; step:value {values})",
+        line_no=past[-1].line_no,
+        pattern=f"{name} {_describe(sig)}",
+        steps=(since, window[-1].step),
+    )
+
+
+def _sustained_since(sig: MetricSignature, series: list[MetricPoint], share: float) -> int:
+    """The first step of the longest tail of the series that is past the threshold at that step and at
+    ``share`` of its steps: where the sustained state began."""
+    since, past = series[-1].step, 0
+    for i in range(len(series) - 1, -1, -1):
+        hit = _past(sig, series[i].value)
+        past += hit
+        if hit and past >= share * (len(series) - i):
+            since = series[i].step
+    return since
+
+
 def evaluate_metric(sig: MetricSignature, metrics: dict[str, list[MetricPoint]]) -> Evidence | None:
     for name in sig.names:
         series = metrics.get(name)
@@ -171,12 +228,13 @@ def evaluate_metric(sig: MetricSignature, metrics: dict[str, list[MetricPoint]])
             continue
         need = sig.steps_needed
         chosen: list[MetricPoint] = []
+        if sig.above is not None or sig.below is not None:
+            ev = _level(sig, name, series)
+            if ev is not None:
+                return ev
+            continue
         if sig.nonfinite:
             chosen = [p for p in series if not is_finite(p.value)]
-        elif sig.above is not None:
-            chosen = [p for p in series if is_finite(p.value) and p.value > sig.above]
-        elif sig.below is not None:
-            chosen = [p for p in series if is_finite(p.value) and p.value < sig.below]
         elif sig.flat is not None:
             tail = series[-max(need, 3) :]
             tolerance = sig.tolerance if sig.tolerance is not None else 1e-6

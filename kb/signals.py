@@ -20,7 +20,7 @@ from kb.loglines import (
     Line,
     parse_number,
 )
-from kb.overrides import extract_overrides, parse_override
+from kb.overrides import launch_overrides, parse_override
 
 
 class ExceptionInfo(BaseModel):
@@ -216,8 +216,8 @@ def extract_signals(lines: Sequence[Line]) -> Signals:
                 env.append(name)
         if _SLURM_HINT.search(text) and "SLURM_JOB_ID" not in env:
             env.append("SLURM_JOB_ID")
-        if "main_ppo" in text or "main_generation" in text:
-            override_texts += extract_overrides(text)
+    # Structured sources only: Hydra's overrides list (above) and the launch command lines.
+    override_texts += launch_overrides(ln.text for ln in lines)
     for item in override_texts:
         parsed = parse_override(item)
         if parsed is not None and parsed.value is not None:

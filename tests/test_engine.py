@@ -84,7 +84,11 @@ def test_abstains_on_unrelated_input(diagnoser):
 
 def test_match_cli_json_and_bad_input(runner, tmp_path):
     log = tmp_path / "err.log"
-    log.write_text("core_worker.cc:499: Failed to register worker to Raylet. Unable to register worker with raylet.\n")
+    # From a verl job (its TaskRunner's prefix): a generic Ray failure is claimed only with verl evidence.
+    log.write_text(
+        "(TaskRunner pid=41873) core_worker.cc:499: Failed to register worker to Raylet. "
+        "Unable to register worker with raylet.\n"
+    )
     result = runner.invoke(main, ["match", "--json", "--no-semantic", str(log)])
     assert result.exit_code == 0
     payload = json.loads(result.output)
@@ -106,7 +110,7 @@ def test_match_cli_json_and_bad_input(runner, tmp_path):
         assert message in result.output and "Traceback" not in result.output
 
     latin = tmp_path / "latin.log"
-    latin.write_bytes(b"caf\xe9 Unable to register worker with raylet\n")
+    latin.write_bytes(b"(TaskRunner pid=7) caf\xe9 Unable to register worker with raylet\n")
     result = runner.invoke(main, ["match", "--json", "--no-semantic", str(latin)])
     assert result.exit_code == 0 and "not valid UTF-8" in json.loads(result.output)["notes"][0]
 
@@ -117,7 +121,7 @@ def test_huge_input_and_huge_line_stay_bounded(runner, tmp_path):
         fh.write(b"x" * (10 * 1024 * 1024) + b"\n")  # one 10 MB line
         for _ in range(400_000):
             fh.write(b"INFO step ok nothing to see here at all today\n")
-        fh.write(b"Unable to register worker with raylet. No such file or directory\n")
+        fh.write(b"(WorkerDict pid=2211) Unable to register worker with raylet. No such file or directory\n")
     result = runner.invoke(main, ["match", "--json", "--no-semantic", str(big)])
     assert result.exit_code == 0, result.output
     payload = json.loads(result.output)

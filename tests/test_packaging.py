@@ -36,7 +36,9 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_an_installed_wheel_diagnoses_from_its_bundled_corpus(installed: Path, tmp_path: Path) -> None:
     log = tmp_path / "err.log"
-    log.write_text("ray.exceptions.RaySystemError: System error: Unable to register worker with raylet\n")
+    log.write_text(
+        "(TaskRunner pid=7) ray.exceptions.RaySystemError: System error: Unable to register worker with raylet\n"
+    )
     env = {**os.environ, "PYTHONPATH": str(installed), "HF_HUB_OFFLINE": "1", "VERL_DOCTOR_CACHE": str(tmp_path)}
     env.pop("VERL_DOCTOR_CORPUS", None)
     code = "import kb.cli, sys; print(kb.cli.__file__, file=sys.stderr); kb.cli.main()"
