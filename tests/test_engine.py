@@ -146,7 +146,8 @@ def test_jsonl_batch_mode(runner):
 
 def test_rules_only_path_never_imports_the_model(tmp_path):
     log = tmp_path / "err.log"
-    log.write_text("Unable to register worker with raylet\n")
+    # verl's own Ray prefix: a bare raylet line could be any Ray job's, and is then a near miss by design
+    log.write_text("(TaskRunner pid=41873) Unable to register worker with raylet\n")
     code = (
         "import sys; from kb.cli import main\n"
         "code = None\n"
