@@ -15,6 +15,7 @@ MIN_TOKEN_CHARS = 16
 
 
 def is_loopback(host: str) -> bool:
+    """Whether ``host`` names this machine only (no --token needed to serve on it)."""
     if host in ("localhost", "ip6-localhost"):
         return True
     try:

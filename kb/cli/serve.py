@@ -10,18 +10,6 @@ from kb.cli import common
 from kb.cli.common import corpus_option, fail
 
 
-def is_loopback(host: str) -> bool:
-    """Whether ``host`` names this machine only (no --token needed to serve on it)."""
-    import ipaddress
-
-    if host in ("localhost", "ip6-localhost"):
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
-
-
 @click.command("serve")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind.")
 @click.option("--port", default=8000, show_default=True, type=click.IntRange(0, 65535), help="Port (0: any free one).")
@@ -61,7 +49,7 @@ def serve_cmd(
     verl-doctor serve --scan-root /shared/jobs --port 9000
     verl-doctor serve --host 0.0.0.0 --token "$(openssl rand -hex 16)"
     """
-    from server.settings import token_problem
+    from server.settings import is_loopback, token_problem
 
     if problem := token_problem(token):
         fail(problem)
