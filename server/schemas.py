@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
@@ -43,6 +43,10 @@ class Health(BaseModel):
     entries: int
     kb_version: str
     semantic: bool
+    model: Literal["loading", "ready", "off", "failed"] = Field(
+        description="the embedding model: still loading in the background, ready, off (--no-semantic) or failed"
+    )
+    model_error: str | None = Field(default=None, description="why the model failed to load")
 
 
 def entry_summary(entry: Entry) -> EntrySummary:
