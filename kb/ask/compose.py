@@ -6,13 +6,10 @@ from __future__ import annotations
 import re
 
 from kb.ask.models import Citation, Facts, rel_path
-from kb.engine import rendered_env, rendered_overrides
+from kb.engine import entry_excludes, rendered_env, rendered_overrides
 from kb.entry import Entry, EnvCheck, GpuCheck, GpuNotCheck, OverrideCheck, PlatformCheck, VersionCheck
 from kb.result import ConditionResult, Match, RenderedOverride, SimilarIssue
-from kb.versions import VersionError, in_range
-
-#: Two entries closer than this are both cited ("another entry fits about as well").
-MARGIN = 0.04
+from kb.scoring import ANSWER_MARGIN
 
 
 def paragraphs(text: str, limit: int) -> str:
@@ -83,7 +80,7 @@ def compose(
         if any(c.status == "fails" for c in conditions):
             out.append("A condition does not hold for what you described, so this may not be your problem.")
     version = facts.verl_version
-    if version and _excludes(entry, version):
+    if version and entry_excludes(entry, version):
         out.append(f"Note: this entry covers verl `{entry.meta.verl}`, and you are on {version}.")
     fix_head = f"**Fix for verl {version}:**" if version else "**Fix:**"
     fix: list[str] = []
@@ -110,7 +107,7 @@ def compose(
         out.append("**To be sure, tell me** " + "; ".join(missing) + ".")
     if others:
         first, *rest = others
-        if first.verdict == "match" or match.confidence - first.confidence < MARGIN:
+        if first.verdict == "match" or match.confidence - first.confidence < ANSWER_MARGIN:
             out.append(f"Another entry fits about as well, check which one you see: [{first.id}] {first.title}")
         else:
             rest = others
@@ -126,13 +123,6 @@ def compose(
 def issue_line(issue: SimilarIssue) -> str:
     state = f", {issue.state}" if issue.state else ""
     return f"- #{issue.number} {issue.title} ({issue.url}{state})"
-
-
-def _excludes(entry: Entry, version: str) -> bool:
-    try:
-        return not in_range(version, entry.meta.verl)
-    except VersionError:
-        return False
 
 
 def compose_abstain(closest: list[Citation], similar: list[SimilarIssue]) -> str:

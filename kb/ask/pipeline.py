@@ -6,20 +6,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from kb.ask.compose import MARGIN, compose, compose_abstain, condition_question, version_spread
+from kb.ask.compose import compose, compose_abstain, condition_question, version_spread
 from kb.ask.facts import extract_facts, fact_signals, is_followup, is_question_text
 from kb.ask.models import AskAnswer, ChatMessage, Citation, citation
 from kb.ask.prompt import llm_rewrite
-from kb.engine import POSSIBLE_THRESHOLD, Diagnoser, rendered_overrides
+from kb.engine import Diagnoser, rendered_overrides
 from kb.llm import LLMClient
 from kb.result import ConditionResult, Match, Result, SimilarIssue
 from kb.rules import check_condition
+from kb.scoring import ANSWER_MARGIN, ANSWER_THRESHOLD, POSSIBLE_THRESHOLD, SEARCH_FLOOR
 from kb.versions import parse_version
-
-#: A question in words is answered (not abstained on) from this confidence; a log needs the engine's "match".
-ANSWER_THRESHOLD = 0.45
-#: FAQ search hits below this fused score are not offered as "closest" when abstaining.
-SEARCH_FLOOR = 0.45
 
 
 def ask(
@@ -127,7 +123,7 @@ def _runner_up(result: Result) -> Match | None:
     if len(result.matches) < 2:
         return None
     first, second = result.matches[0], result.matches[1]
-    if second.confidence >= ANSWER_THRESHOLD and first.confidence - second.confidence < MARGIN:
+    if second.confidence >= ANSWER_THRESHOLD and first.confidence - second.confidence < ANSWER_MARGIN:
         return second
     return None
 
