@@ -34,6 +34,7 @@ from kb import __version__
 from kb.ask import MAX_MESSAGE_CHARS, AskAnswer, ChatMessage, ask
 from kb.engine import Diagnoser
 from kb.entry import Entry
+from kb.entry_detail import EntryDetail, entry_detail, entry_summary
 from kb.inputs import InputError, read_input
 from kb.llm import LLMClient
 from kb.overrides import OverrideReport, check_overrides, extract_overrides
@@ -41,7 +42,6 @@ from kb.result import Result
 from kb.search import SearchHit, search_entries
 from kb.suggest import no_such_entry
 from kb.versions import VersionError, parse_version
-from server.schemas import EntryDetail, entry_detail, entry_summary
 
 if TYPE_CHECKING:
     from fastapi import FastAPI
