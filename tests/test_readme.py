@@ -20,3 +20,18 @@ def test_the_table_has_every_command_and_drift_is_seen() -> None:
     drifted = replace_table(readme, table.replace("Forget every imported archive.", "Forget nothing."))
     assert readme_table(drifted) != table
     assert replace_table(drifted, table) == readme
+
+
+def test_the_docs_name_the_span_of_known_releases() -> None:
+    """Prose that names "every release from A to B" names kb.versions.KNOWN_SPAN (messages derive it)."""
+    import re
+
+    from kb.versions import KNOWN_SPAN
+
+    span = re.compile(r"every release from\s+(\d+\.\d+\.\d+)\s+to\s+(\d+\.\d+\.\d+)")
+    found = {
+        doc: [f"{a} to {b}" for a, b in span.findall((REPO / doc).read_text(encoding="utf-8"))]
+        for doc in ("README.md", "corpus/README.md")
+    }
+    assert all(found.values()), found
+    assert {doc: spans for doc, spans in found.items() if set(spans) != {KNOWN_SPAN}} == {}
