@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from kb.cli.common import EXIT_FINDINGS, EXIT_USAGE, corpus_dir, corpus_option, fail, load_corpus_or_fail
+from kb.cli.common import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, corpus_dir, corpus_option, fail, load_corpus_or_fail
 
 
 @click.group("corpus")
@@ -110,7 +110,8 @@ def corpus_search(query: str, corpus_path: str | None, k: int, as_json: bool, no
     from kb.cli import common
     from kb.render_text import render_hits
 
-    sys.exit(render_hits(common.build_diagnoser(corpus_path, semantic=not no_semantic), query, k, as_json))
+    found = render_hits(common.build_diagnoser(corpus_path, semantic=not no_semantic), query, k, as_json)
+    sys.exit(EXIT_OK if found else EXIT_FINDINGS)
 
 
 @corpus_group.command("patterns")
