@@ -206,6 +206,19 @@ class _StepItems:
         return out
 
 
+_STEP_ITEMS: dict[frozenset[str], _StepItems | None] = {}
+
+
+def step_items(watched: frozenset[str]) -> _StepItems | None:
+    """The step-line matcher of ``watched`` (None when no metric is watched), built once per process."""
+    try:
+        return _STEP_ITEMS[watched]
+    except KeyError:
+        names = sorted(watched, key=len, reverse=True)
+        items = _STEP_ITEMS[watched] = _StepItems(names) if names else None
+        return items
+
+
 class FileScanner:
     """Incremental: ``feed`` line-aligned buffers, then ``finish``; results accumulate in ``result``."""
 
@@ -229,9 +242,9 @@ class FileScanner:
         self.last_block_end = 0
         self._env_seen: set[str] = set()
         # One alternation of the watched metrics' ' - key:' items: a step line is searched once, in C, and
-        # never split into a Python object per metric.
-        names = sorted(watched_metrics, key=len, reverse=True)
-        self._step_items = _StepItems(names) if names else None
+        # never split into a Python object per metric. Compiled once per process and metric set, not per
+        # file: a Ray session's thousands of small logs each made one (6 s of 10 for 3,000 files).
+        self._step_items = step_items(watched_metrics)
 
     # ------------------------------------------------------------------ feeding
 
