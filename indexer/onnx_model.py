@@ -139,6 +139,9 @@ class OnnxEncoder:
         options = onnxruntime.SessionOptions()
         options.intra_op_num_threads = max(1, min(4, os.cpu_count() or 1))
         options.log_severity_level = 3  # errors only: its warnings are about graph fusions, not about us
+        # No spin-waiting between runs: on a shared machine the idle worker burnt as much CPU as the query
+        # itself (16 ms of CPU a query instead of 8, the same vectors).
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         if fused:
             options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_BASIC
         self.session = onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
