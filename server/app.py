@@ -10,7 +10,7 @@ from fastapi_offline import FastAPIOffline
 
 from kb import __version__
 from kb.engine import Diagnoser
-from server import mcp_server, web
+from server import mcp_mount, web
 from server.gate import RequestGate
 from server.problems import install_handlers
 from server.routes import chat, diagnose, entries, health, scan
@@ -57,6 +57,6 @@ def create_app(settings: ServerSettings | None = None, diagnoser: Diagnoser | No
     for router in (health.router, diagnose.router, entries.router, chat.router, scan.router):
         app.include_router(router)
     web.attach(app)
-    mcp_server.attach(app)
+    mcp_mount.attach(app)  # the MCP SDK loads after start-up: /healthz answers without waiting for it
     app.add_middleware(RequestGate, settings=settings)  # Host check, token before body, body caps
     return app

@@ -16,8 +16,6 @@ import functools
 import hmac
 import io
 import threading
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -359,11 +357,11 @@ def _transport_security(settings: Any) -> Any:
     )
 
 
-def attach(app: FastAPI) -> None:
-    """Mount the MCP server at /mcp (streamable HTTP) and run its session manager in the app's lifespan."""
-    from fastapi import APIRouter
+def http_endpoint(app: FastAPI) -> tuple[ASGIApp, Any]:
+    """The /mcp endpoint (streamable HTTP, behind the server's bearer token) over the app's diagnoser and
+    settings, and its session manager, whose ``run()`` must be running while requests arrive
+    (:mod:`server.mcp_mount` mounts the endpoint and runs the manager in the app's lifespan)."""
     from mcp.server.streamable_http_manager import StreamableHTTPASGIApp
-    from starlette.routing import Route
 
     settings = app.state.settings
     server = build_server(app.state.diagnoser, MCPSetup(scan_roots=settings.scan_roots, host=settings.host))
@@ -373,15 +371,5 @@ def attach(app: FastAPI) -> None:
         streamable_http_path=MCP_PATH, host=settings.host, transport_security=_transport_security(settings)
     )
     manager = server.session_manager
-
-    @asynccontextmanager
-    async def lifespan(_: Any) -> AsyncIterator[None]:
-        async with manager.run():
-            yield
-
-    app.router.routes.append(
-        Route(MCP_PATH, endpoint=BearerGate(StreamableHTTPASGIApp(manager), settings.token), include_in_schema=False)
-    )
-    # FastAPI merges an included router's lifespan into the app's, so server/app.py needs no change.
-    app.include_router(APIRouter(lifespan=lifespan))
     app.state.mcp_server = server
+    return BearerGate(StreamableHTTPASGIApp(manager), settings.token), manager
