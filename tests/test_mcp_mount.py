@@ -74,5 +74,6 @@ def test_a_failed_build_leaves_the_api_working(diagnoser: Diagnoser, monkeypatch
         assert reply.status_code == 503
         assert "No module named 'mcp'" in reply.json()["detail"]
         assert httpx.get(f"{base}/healthz", timeout=10).status_code == 200
-        diagnosed = httpx.post(f"{base}/v1/diagnose", json={"input": "Unable to register worker with raylet"}, timeout=30)
+        body = {"input": "Unable to register worker with raylet"}
+        diagnosed = httpx.post(f"{base}/v1/diagnose", json=body, timeout=30)
         assert diagnosed.status_code == 200, diagnosed.text
