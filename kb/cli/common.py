@@ -3,6 +3,7 @@ diagnoser from the composition root (:func:`indexer.load_diagnoser`) with the CL
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
@@ -72,3 +73,24 @@ def build_diagnoser(corpus_path: str | None = None, semantic: bool = True) -> Di
     for problem in diagnoser.corpus.problems:
         click.echo(f"warning: skipped {problem}", err=True)
     return diagnoser
+
+
+def prefetch_model() -> None:
+    """Start loading the exported embedding model in a thread (``indexer.onnx_model.prefetch``): for a
+    command that will probably embed its input, the ONNX session is made while this thread imports the
+    engine and loads the corpus. Answers do not change, only when the model is ready."""
+    from indexer import onnx_model
+
+    onnx_model.prefetch(onnx_model.model_path)
+
+
+#: What tells a log or traceback from a question at a glance (the rules often decide those without the model).
+_ERROR_SIGNS = re.compile(
+    r"Traceback \(most recent call last\)|^\s*File \"|\b[A-Z]\w*(?:Error|Exception)\b|\bERROR\b|\berror:", re.M
+)
+
+
+def likely_semantic(text: str) -> bool:
+    """Whether the input will probably be searched with the embedding model (a short text with no error
+    line: a question), so that loading it early pays. A wrong guess costs only time, never an answer."""
+    return text.count("\n") < 40 and _ERROR_SIGNS.search(text) is None

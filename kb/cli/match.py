@@ -36,13 +36,17 @@ def match_cmd(source: str, corpus_path: str | None, as_json: bool, jsonl: bool, 
     """
     from kb.inputs import InputError, read_input
 
-    diagnoser = common.build_diagnoser(corpus_path, semantic=not no_semantic)
     if jsonl:
-        _match_jsonl(diagnoser, top)
+        _match_jsonl(common.build_diagnoser(corpus_path, semantic=not no_semantic), top)
         return
+    interactive = source == "-" and sys.stdin.isatty()
+    if interactive:
+        if not no_semantic:
+            common.prefetch_model()  # a person is pasting: the model is ready by the time they press Ctrl-D
+        diagnoser = common.build_diagnoser(corpus_path, semantic=not no_semantic)
     try:
         if source == "-":
-            if sys.stdin.isatty():
+            if interactive:
                 click.echo("Paste the traceback or log, then press Ctrl-D:", err=True)
             given = read_input(sys.stdin.buffer, "stdin")
         else:
@@ -55,6 +59,10 @@ def match_cmd(source: str, corpus_path: str | None, as_json: bool, jsonl: bool, 
         fail(f"cannot read {source}: {exc.strerror or exc}")
     except InputError as exc:
         fail(str(exc))
+    if not interactive:
+        if not no_semantic and common.likely_semantic(given.text):
+            common.prefetch_model()
+        diagnoser = common.build_diagnoser(corpus_path, semantic=not no_semantic)
     result = diagnoser.diagnose_input(given, top=top)
     if as_json:
         click.echo(result.model_dump_json(indent=1))
