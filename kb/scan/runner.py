@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Protocol
 from kb.deferred import Deferred
 from kb.scan.database import ScanDatabase
 from kb.scan.executors import LocalExecutor, OnDone
-from kb.scan.files import JobFile, discover
+from kb.scan.files import Job, JobFile, discover
 from kb.scan.segments import SegmentResult
 from kb.scan.spec import ScanSpec, load_spec, save_spec
 from kb.scan.worker import Task, plan
@@ -158,10 +158,11 @@ def _run_scan(
     """None when ``diagnoser`` was deferred and, once loaded, needs another spec than the one used."""
     deferred = diagnoser if isinstance(diagnoser, Deferred) else None
     # One thread, started once the workers run: the report code's imports, then the diagnoser.
-    loading = Deferred(lambda: _prepare(deferred)) if deferred is not None else None
+    jobs: list[Job] = []
+    loading = Deferred(lambda: _prepare(deferred, jobs)) if deferred is not None else None
     db = scan_database(spec)
     watched = spec.watched
-    jobs = [discover(Path(p), confine_to) for p in paths]
+    jobs += [discover(Path(p), confine_to) for p in paths]
     files: list[tuple[int, JobFile]] = [(ji, f) for ji, job in enumerate(jobs) for f in job.log_files]
     tasks: list[Task] = []
     for fi, (_, jf) in enumerate(files):
@@ -200,9 +201,15 @@ def _run_scan(
     return report
 
 
-def _prepare(diagnoser: Deferred[Diagnoser]) -> Diagnoser:
+def _prepare(diagnoser: Deferred[Diagnoser], jobs: list[Job]) -> Diagnoser:
     import kb.scan.assemble  # noqa: F401  (imported here, off the streaming path)
 
+    if any(f.kind == "hydra_overrides" for job in jobs for f in job.files):
+        # The job's overrides will be read with Hydra's grammar (its import builds two ANTLR parsers: 0.1 s
+        # of CPU that would otherwise come after the last byte is scanned).
+        from kb.valuecheck import parse_value
+
+        parse_value("trainer.nnodes=1")
     return diagnoser.result()
 
 
