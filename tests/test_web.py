@@ -210,7 +210,7 @@ def test_token_flow_cookie_then_pages_and_api(lexical: Diagnoser) -> None:
         assert cookie.startswith(f"{TOKEN_COOKIE}=s3cret") and "httponly" in cookie and "samesite=strict" in cookie
 
         assert c.get("/", headers=HTML).status_code == 200  # the cookie now rides along
-        assert c.get("/v1/search?q=ray").status_code == 200  # and the page's own API calls use it too
+        assert c.get("/v1/search?query=ray").status_code == 200  # and the page's own API calls use it too
         c.cookies.clear()
         assert c.get("/", headers=HTML).status_code == 401
         bearer = c.get("/?format=json", headers={"authorization": "Bearer s3cret"})

@@ -68,7 +68,7 @@
       controller = new AbortController();
       out.setAttribute("aria-busy", "true");
       try {
-        const hits = await getJSON(`${root}/v1/search?k=10&q=${encodeURIComponent(q)}`, { signal: controller.signal });
+        const hits = await getJSON(`${root}/v1/search?top=10&query=${encodeURIComponent(q)}`, { signal: controller.signal });
         if (q === input.value.trim()) render(q, hits);
       } catch (err) {
         if (err.name === "AbortError") return;
