@@ -8,6 +8,7 @@ from fastapi import APIRouter, HTTPException, Query
 from starlette.concurrency import run_in_threadpool
 
 from kb.search import SearchHit, search_entries
+from kb.suggest import no_such_entry
 from kb.versions import VersionError, parse_version
 from server.deps import Auth, DiagnoserDep
 from server.problems import problem_responses
@@ -43,7 +44,7 @@ async def get_entry(
     """One entry in full, with its overrides rendered for a verl version (all ranges when none is given)."""
     entry = diagnoser.entries.get(entry_id)
     if entry is None:
-        raise HTTPException(status_code=404, detail=f"no entry '{entry_id}'")
+        raise HTTPException(status_code=404, detail=no_such_entry(entry_id[:200], diagnoser.entries))
     if verl_version is not None:
         try:
             parse_version(verl_version)
