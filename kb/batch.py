@@ -9,9 +9,15 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from typing import IO, Any, BinaryIO
+from typing import IO, TYPE_CHECKING, Any, BinaryIO
+
+from pydantic import BaseModel, Field, JsonValue, SerializerFunctionWrapHandler, model_serializer
 
 from kb.inputs import MAX_INPUT_BYTES, InputError
+from kb.result import Result
+
+if TYPE_CHECKING:
+    from kb.engine import Diagnoser
 
 #: Longest request line read: the input cap of a paste, with room for JSON escaping.
 MAX_REQUEST_BYTES = 2 * MAX_INPUT_BYTES + 64 * 1024
@@ -37,9 +43,31 @@ def request_lines(stream: BinaryIO, limit: int = MAX_REQUEST_BYTES) -> Iterator[
         yield n, raw
 
 
-def answer(diagnoser: Any, raw: bytes | None, n: int, top: int, limit: int = MAX_REQUEST_BYTES) -> dict[str, Any]:
-    """The output object for request line ``n``: ``{"id", "line", ...result}`` or ``{"id", "line", "error"}``."""
-    req_id: Any = None
+class BatchResult(Result):
+    """One answered request: the result of ``match --json`` with the request's ``id`` and ``line`` first."""
+
+    id: JsonValue = Field(description="the request's id (its line number when it had none)")
+    line: int = Field(description="the request's 1-based line number")
+
+    @model_serializer(mode="wrap")
+    def _id_first(self, handler: SerializerFunctionWrapHandler) -> Any:
+        data = handler(self)
+        return {"id": data.pop("id"), "line": data.pop("line"), **data} if isinstance(data, dict) else data
+
+
+class BatchError(BaseModel):
+    """A request that could not be answered (not JSON, no string ``input``, empty, binary, too long)."""
+
+    id: JsonValue = Field(default=None, description="the request's id, when the line had one")
+    line: int
+    error: str
+
+
+def answer(
+    diagnoser: Diagnoser, raw: bytes | None, n: int, top: int, limit: int = MAX_REQUEST_BYTES
+) -> BatchResult | BatchError:
+    """The answer to request line ``n``."""
+    req_id: JsonValue = None
     try:
         if raw is None:
             raise ValueError(f"line {n} is longer than {limit // (1 << 20)} MB; it was skipped")
@@ -52,14 +80,14 @@ def answer(diagnoser: Any, raw: bytes | None, n: int, top: int, limit: int = MAX
             raise ValueError("each line must be a JSON object with a string 'input'")
         label = f"request {req_id}" if req_id is not None else f"request on line {n}"
         result = diagnoser.diagnose_input(text, top=top, name=label)
-        return {"id": req_id if req_id is not None else n, "line": n, **result.model_dump(mode="json")}
+        return BatchResult(**dict(result), id=req_id if req_id is not None else n, line=n)
     except (ValueError, InputError) as exc:
-        return {"id": req_id, "line": n, "error": str(exc)}
+        return BatchError(id=req_id, line=n, error=str(exc))
 
 
-def match_jsonl(diagnoser: Any, top: int, stream: BinaryIO, out: IO[str]) -> None:
+def match_jsonl(diagnoser: Diagnoser, top: int, stream: BinaryIO, out: IO[str]) -> None:
     for n, raw in request_lines(stream):
         if raw is not None and not raw.strip():
             continue
-        out.write(json.dumps(answer(diagnoser, raw, n, top), ensure_ascii=False) + "\n")
+        out.write(answer(diagnoser, raw, n, top).model_dump_json() + "\n")
         out.flush()

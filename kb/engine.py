@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from kb import calibration as calibration_model
 from kb import provenance as _provenance
+from kb import scoring as S
 from kb.corpus import Corpus
 from kb.didyoumean import key_suggestions
 from kb.distill import distill, is_question
@@ -29,18 +30,9 @@ from kb.result import (
 )
 from kb.retriever import IssueSearcher, Retriever
 from kb.rules import RuleEngine, check_condition
-from kb.signals import Signals, extract_signals
+from kb.scoring import MATCH_THRESHOLD, POSSIBLE_THRESHOLD, RULES_DECISIVE
+from kb.signals import MetricPoint, Signals, extract_signals
 from kb.versions import VersionError, in_range, parse_version
-
-#: Rule confidence at or above which the semantic layer is not consulted at all (and never imported).
-RULES_DECISIVE = 0.85
-MATCH_THRESHOLD = 0.70
-POSSIBLE_THRESHOLD = 0.40
-#: A known bug on a release that has its fix is a near miss at most, unless a symptom this exact fired.
-EXACT_SYMPTOM = 0.95
-FIXED_RELEASE_CAP = 0.6
-#: Semantic similarity (cosine, normalised MiniLM vectors) at which a question counts as answered.
-_SEM_FLOOR, _SEM_FULL = 0.30, 0.75
 
 
 @dataclass
@@ -54,9 +46,9 @@ class Candidate:
 
 
 def _semantic_confidence(sim: float) -> float:
-    if sim <= _SEM_FLOOR:
+    if sim <= S.SEMANTIC_FLOOR:
         return 0.0
-    return min(1.0, (sim - _SEM_FLOOR) / (_SEM_FULL - _SEM_FLOOR))
+    return min(1.0, (sim - S.SEMANTIC_FLOOR) / (S.SEMANTIC_FULL - S.SEMANTIC_FLOOR))
 
 
 class Diagnoser:
@@ -175,6 +167,29 @@ class Diagnoser:
             provenance=provenance,
         )
 
+    def diagnose_metrics(self, signals: Signals, series: dict[str, list[MetricPoint]]) -> list[Match]:
+        """The corpus's metric signatures over a run's metric ``series`` (a scan's job), scored as
+        :meth:`diagnose` scores any rule hit: conditions checked against ``signals`` (the job's facts),
+        overrides rendered for its verl version, below ``POSSIBLE_THRESHOLD`` dropped, best first. Only
+        hits with metric evidence count (the text's own signals are the log scan's)."""
+        if not series:
+            return []
+        sig = signals.model_copy(update={"metrics": series})
+        hits = self.rules.evaluate([], sig)
+        version = self.version_for(sig)
+        matches = []
+        for entry_id, hit in hits.items():
+            evidence = [ev for ev in hit.evidence if ev.kind == "metric"]
+            if not evidence:
+                continue
+            match = self.build_match(
+                Candidate(self.entries[entry_id], rule=hit.score, evidence=evidence), sig, [], version
+            )
+            if match.confidence >= POSSIBLE_THRESHOLD:
+                matches.append(match)
+        matches.sort(key=lambda m: (-m.confidence, m.id))
+        return matches
+
     @staticmethod
     def version_for(signals: Signals) -> str | None:
         found = signals.versions.get("verl")
@@ -190,13 +205,11 @@ class Diagnoser:
         evidence = list(c.evidence or [])
         sem = _semantic_confidence(c.semantic)
         # Lexical agreement only ever supports the semantic score; alone it is too weak to claim anything.
-        # A question may be answered by similarity alone; a log with errors in it needs a rule to be claimed,
-        # since near misses (the same library, another failure) read alike.
-        cap = 0.74 if c.question else 0.62
-        retrieval = min(cap, sem * 0.62 + c.lexical * 0.12 * (1 if sem > 0 else 0))
+        cap = S.RETRIEVAL_CAP_QUESTION if c.question else S.RETRIEVAL_CAP_LOG
+        retrieval = min(cap, sem * S.SEMANTIC_WEIGHT + c.lexical * S.LEXICAL_WEIGHT * (1 if sem > 0 else 0))
         if c.semantic > 0:
             evidence.append(Evidence(kind="semantic", text=f"similar to this entry (cosine {c.semantic:.2f})"))
-        conf = c.rule + (1 - c.rule) * retrieval * 0.5 if c.rule > 0 else retrieval
+        conf = c.rule + (1 - c.rule) * retrieval * S.RETRIEVAL_SUPPORT_SHARE if c.rule > 0 else retrieval
         return conf, evidence
 
     def build_match(self, c: Candidate, signals: Signals, lines: list[Line], version: str | None) -> Match:
@@ -208,20 +221,20 @@ class Diagnoser:
         ]
         fails = sum(1 for x in conditions if x.status == "fails")
         holds = sum(1 for x in conditions if x.status == "holds")
-        conf *= 0.8**fails
-        conf = min(0.99, conf + 0.02 * holds * (1 - conf))
+        conf *= S.CONDITION_FAILS_FACTOR**fails
+        conf = min(S.CONDITION_CAP, conf + S.CONDITION_HOLDS_SHARE * holds * (1 - conf))
         known_bug = _known_bug(entry, version)
         if known_bug is not None and known_bug.affected is False:
             # A release with the fix: a near miss at most, unless a symptom this exact fired (a partial fix,
             # a mixed install), which keeps its confidence.
-            if c.rule < EXACT_SYMPTOM:
-                conf = min(conf * 0.6, FIXED_RELEASE_CAP)
-        elif version is not None and _entry_excludes(entry, version):
-            conf *= 0.6
+            if c.rule < S.EXACT_SYMPTOM:
+                conf = min(conf * S.FIXED_RELEASE_FACTOR, S.FIXED_RELEASE_CAP)
+        elif version is not None and entry_excludes(entry, version):
+            conf *= S.OUTSIDE_RANGE_FACTOR
         conf = max(0.0, min(1.0, conf))
         features = calibration_model.features(
             conf, c.rule, c.semantic, c.lexical, c.question, fails, holds,
-            version is not None and _entry_excludes(entry, version), shows_verl(signals),
+            version is not None and entry_excludes(entry, version), shows_verl(signals),
         )
         threshold = MATCH_THRESHOLD
         if self.calibration is not None:
@@ -279,7 +292,8 @@ def _known_bug(entry: Entry, version: str | None) -> KnownBug | None:
     return KnownBug(fixed_in=fixed.verl, pr=fixed.pr, affected=affected)
 
 
-def _entry_excludes(entry: Entry, version: str) -> bool:
+def entry_excludes(entry: Entry, version: str) -> bool:
+    """``version`` is a release outside the entry's ``verl`` range (an unparsable one excludes nothing)."""
     try:
         return not in_range(version, entry.meta.verl)
     except VersionError:

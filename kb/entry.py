@@ -359,10 +359,3 @@ class Entry(BaseModel):
     @property
     def cause(self) -> str:
         return self.sections.get("Why it happens", "")
-
-    def to_public(self) -> dict[str, Any]:
-        """Every front-matter field plus the body, as plain JSON types."""
-        data = self.meta.model_dump(mode="json", exclude_none=True)
-        data["sections"] = dict(self.sections)
-        data["path"] = self.path
-        return data

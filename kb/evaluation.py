@@ -6,11 +6,16 @@ import json
 from collections import defaultdict
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field
 
 from kb.inputs import InputError, decode
+
+if TYPE_CHECKING:
+    from kb.ask import AskAnswer
+    from kb.engine import Diagnoser
+    from kb.llm import LLMClient
 
 
 class Case(BaseModel):
@@ -97,7 +102,7 @@ def load_cases(paths: Iterable[Path]) -> list[Case]:
 
 
 def run_eval(
-    diagnoser: Any, cases: list[Case], ranker: Callable[[Case], tuple[list[str], bool, bool]] | None = None
+    diagnoser: Diagnoser, cases: list[Case], ranker: Callable[[Case], tuple[list[str], bool, bool]] | None = None
 ) -> EvalReport:
     """Score ``diagnoser.diagnose`` on the cases, or ``ranker`` (case -> ranked ids, abstained, confident)."""
     top1 = top3 = 0
@@ -158,6 +163,69 @@ def run_eval(
         areas=[AreaRow(area=a, cases=s[0], top1=s[1] / s[0], top3=s[2] / s[0]) for a, s in sorted(area_stats.items())],
         misses=misses,
         unknown_ids=sorted(unknown),
+    )
+
+
+class AskEvalReport(BaseModel):
+    """`verl-doctor eval --ask`: the engine figures over the ask path, plus what only answers have."""
+
+    report: EvalReport = Field(description="the EvalReport over the ranked citations (then the closest entries)")
+    answered: int = Field(description="answers that cite an entry (did not abstain)")
+    abstained: int
+    cited_or_abstained: float = Field(description="share of answers that cite at least one entry or abstain")
+    answered_precision: float = Field(description="of answered positives, the share whose first citation is expected")
+    llm_used: int = 0
+    llm_rejected: int = 0
+    unsupported_overrides: list[str] = Field(
+        default_factory=list, description="case: override in an answer that no cited entry or user message holds"
+    )
+
+
+def _conversation(case: Case) -> list[dict[str, str]]:
+    return case.messages or [{"role": "user", "content": case.input}]
+
+
+def run_ask_eval(diagnoser: Diagnoser, cases: list[Case], llm: LLMClient | None = None) -> AskEvalReport:
+    """The cases through ``kb.ask.ask`` (a case's ``messages``, else its input as one user turn): the ranked
+    citations scored as :func:`run_eval` scores the engine, then the figures only answers have."""
+    from kb.ask import ChatMessage, ask, grounding_texts
+    from kb.llm import unsupported_overrides
+
+    answers: dict[str, AskAnswer] = {}
+
+    def ranker(case: Case) -> tuple[list[str], bool, bool]:
+        msgs = [ChatMessage.model_validate(m) for m in _conversation(case)]
+        answer = ask(diagnoser, msgs, llm=llm, top=3)
+        answers[case.name] = answer
+        got = list(dict.fromkeys([c.id for c in answer.citations] + [c.id for c in answer.closest]))
+        return got, answer.abstained, not answer.abstained
+
+    report = run_eval(diagnoser, cases, ranker)
+    answered = [a for a in answers.values() if not a.abstained]
+    grounded = sum(1 for a in answers.values() if a.citations or a.abstained)
+    hits = sum(
+        1
+        for c in cases
+        if c.expected and not answers[c.name].abstained and answers[c.name].citations[0].id in c.expected
+    )
+    answered_pos = sum(1 for c in cases if c.expected and not answers[c.name].abstained)
+    unsupported: list[str] = []
+    for c in cases:
+        a = answers[c.name]
+        if a.abstained:
+            continue
+        user = [m["content"] for m in _conversation(c) if m["role"] == "user"]
+        allowed = grounding_texts([diagnoser.entries[x.id] for x in a.citations], user)
+        unsupported += [f"{c.name}: {t}" for t in unsupported_overrides(a.answer, allowed)]
+    return AskEvalReport(
+        report=report,
+        answered=len(answered),
+        abstained=len(answers) - len(answered),
+        cited_or_abstained=grounded / len(answers) if answers else 1.0,
+        answered_precision=hits / answered_pos if answered_pos else 1.0,
+        llm_used=sum(1 for a in answers.values() if a.mode == "llm"),
+        llm_rejected=sum(1 for a in answers.values() if a.llm_note and "rejected" in a.llm_note),
+        unsupported_overrides=unsupported,
     )
 
 

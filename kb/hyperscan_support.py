@@ -9,7 +9,7 @@ from typing import Any
 hs: Any
 try:
     import hyperscan as hs
-except ImportError:  # pragma: no cover - platforms without the wheel
+except ImportError:  # platforms without the wheel (tests/test_without_hyperscan.py runs this path)
     hs = None
 
 _local = threading.local()

@@ -11,7 +11,12 @@ from __future__ import annotations
 import bisect
 import hashlib
 import re
-import re._constants as sre_constants  # the stdlib parser, to prove patterns regular
+
+# The stdlib's own regex parser, private: there is no public route to a parsed pattern (sre_parse is its
+# deprecated alias, `regex` exposes no parser, Hyperscan accepts nested repeats the `regex` confirmation
+# would backtrack on). tests/test_patterns.py pins every construct read here, so a Python release that
+# changes the parser fails a test rather than letting a backtracking pattern through.
+import re._constants as sre_constants
 import re._parser as sre_parse
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass

@@ -21,11 +21,9 @@ from kb.keysets import key_notes, release_keys, renames
 from kb.loglines import Line
 from kb.patterns import PatternSet
 from kb.result import Match, Provenance, ProvenanceClue
+from kb.scoring import NEAR_MISS_BAND, NEAR_MISS_CAP
 from kb.signals import Signals
 from kb.versions import KNOWN_RELEASES
-
-#: A near miss at most: where generic entries (unknown provenance) and every entry (another stack) end up.
-NEAR_MISS_CAP = 0.66
 
 # Strong signs of verl: what only a verl process prints or runs.
 _VERL_STRONG = re.compile(
@@ -329,8 +327,8 @@ def apply(matches: list[Match], provenance: Provenance, entries: dict[str, Entry
         if provenance.verl is True or (provenance.verl is None and not generic):
             continue
         if m.confidence > NEAR_MISS_CAP:
-            # Squeeze [cap, 1] into [cap - 0.06, cap]: below a match, and the order among them kept.
-            m.confidence = round(NEAR_MISS_CAP - 0.06 * (1 - m.confidence) / (1 - NEAR_MISS_CAP), 3)
+            # Squeeze [cap, 1] into [cap - band, cap]: below a match, and the order among them kept.
+            m.confidence = round(NEAR_MISS_CAP - NEAR_MISS_BAND * (1 - m.confidence) / (1 - NEAR_MISS_CAP), 3)
         m.verdict = "match" if m.confidence >= match_threshold else "possible"
 
 

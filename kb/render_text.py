@@ -249,8 +249,8 @@ def render_similar_issues(result: Result, out: Console) -> None:
         out.print(f"  {issue.url}  (similarity {issue.score:.2f})", style="dim", markup=False)
 
 
-def render_hits(diagnoser: Any, query: str, k: int, as_json: bool, out: Console | None = None) -> int:
-    """``corpus search``: the hits for ``query``, best first (JSON or one a line); the exit code (1: none)."""
+def render_hits(diagnoser: Any, query: str, k: int, as_json: bool, out: Console | None = None) -> bool:
+    """``corpus search``: the hits for ``query``, best first (JSON or one a line); whether any matched."""
     import json
 
     from kb.search import search_entries
@@ -263,7 +263,7 @@ def render_hits(diagnoser: Any, query: str, k: int, as_json: bool, out: Console 
         out.print(terminal_safe(f"No entry matches '{query}'. Try fewer words or an error message."), markup=False)
     for h in [] if as_json else hits:
         out.print(f"{h.score:.2f}  {h.id:<44} {terminal_safe(h.title)}", markup=False)
-    return 0 if hits else 1
+    return bool(hits)
 
 
 def render_markdown_answer(text: str, out: Console | None = None) -> None:

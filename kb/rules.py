@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 import regex
 
+from kb import scoring as S
 from kb.entry import (
     Condition,
     Entry,
@@ -108,17 +109,17 @@ class RuleEngine:
             # Several independent signs of the same problem add up, with diminishing returns.
             score = distinct[0]
             for w in distinct[1:3]:
-                score += (1 - score) * w * 0.3
-            hits[entry_id].score = min(score, 0.99)
+                score += (1 - score) * w * S.RULE_SUPPORT_SHARE
+            hits[entry_id].score = min(score, S.RULE_SCORE_CAP)
         return hits
 
 
 def metric_weight(sig: MetricSignature) -> float:
     if sig.nonfinite:
-        return 0.9
+        return S.METRIC_NONFINITE_WEIGHT
     if sig.trend is not None:
-        return 0.75
-    return 0.85
+        return S.METRIC_TREND_WEIGHT
+    return S.METRIC_LEVEL_WEIGHT
 
 
 def _describe(sig: MetricSignature) -> str:

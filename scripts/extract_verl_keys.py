@@ -52,18 +52,10 @@ from typing import Any
 
 import yaml
 
-DEFAULT_VERSIONS: tuple[str, ...] = (
-    "0.4.0",
-    "0.4.1",
-    "0.5.0",
-    "0.6.0",
-    "0.6.1",
-    "0.7.0",
-    "0.7.1",
-    "0.8.0",
-    "0.9.0",
-    "0.9.1",
-)
+from kb.versions import KNOWN_RELEASES
+
+#: The releases verl-doctor knows (kb.versions.KNOWN_RELEASES); a new one is extracted with --versions first.
+DEFAULT_VERSIONS: tuple[str, ...] = KNOWN_RELEASES
 DEFAULT_OUT = Path("kb/data/verl_keys")
 EXTRACTED_BY = "scripts/extract_verl_keys.py"
 

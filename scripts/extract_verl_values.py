@@ -18,7 +18,9 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-RELEASES = ["0.4.0", "0.4.1", "0.5.0", "0.6.0", "0.6.1", "0.7.0", "0.7.1", "0.8.0", "0.9.0", "0.9.1"]
+from kb.versions import KNOWN_RELEASES
+
+RELEASES = list(KNOWN_RELEASES)
 TAG_FOR = {r: f"v{r}" for r in RELEASES} | {"0.9.1": "v0.9.0"}
 OUT = Path(__file__).resolve().parent.parent / "kb" / "data" / "verl_values.json"
 

@@ -14,13 +14,11 @@ from __future__ import annotations
 
 import functools
 import hmac
-import importlib
 import io
 import threading
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
-from types import ModuleType
 from typing import TYPE_CHECKING, Annotated, Any
 
 import anyio.to_thread
@@ -34,14 +32,15 @@ from kb import __version__
 from kb.ask import MAX_MESSAGE_CHARS, AskAnswer, ChatMessage, ask
 from kb.engine import Diagnoser
 from kb.entry import Entry
+from kb.entry_detail import EntryDetail, entry_detail, entry_summary
 from kb.inputs import InputError, read_input
 from kb.llm import LLMClient
 from kb.overrides import OverrideReport, check_overrides, extract_overrides
 from kb.result import Result
+from kb.scan.report import ScanReport
 from kb.search import SearchHit, search_entries
 from kb.suggest import no_such_entry
 from kb.versions import VersionError, parse_version
-from server.schemas import EntryDetail, entry_detail, entry_summary
 
 if TYPE_CHECKING:
     from fastapi import FastAPI
@@ -143,19 +142,6 @@ class MCPSetup(BaseModel):
 # --------------------------------------------------------------------------- helpers
 
 
-def _scan_module() -> ModuleType | None:
-    """kb.scan when it is installed (with its public API); None when this build has no scanner."""
-    try:
-        module = importlib.import_module("kb.scan")
-    except ModuleNotFoundError as exc:
-        if exc.name != "kb.scan":
-            raise
-        return None
-    if not (callable(getattr(module, "scan_paths", None)) and isinstance(getattr(module, "ScanReport", None), type)):
-        return None  # a half-installed scanner (e.g. the package without its __init__) counts as none
-    return module
-
-
 class _Ready:
     """Loads the diagnoser's retriever once, whichever thread asks first; later callers wait for that load
     instead of starting their own."""
@@ -226,11 +212,11 @@ def build_server(diagnoser: Diagnoser, setup: MCPSetup | None = None) -> MCPServ
 
         return await anyio.to_thread.run_sync(run)
 
-    scan_module = _scan_module()
-
-    async def scan(path: ScanPath) -> Any:
+    @server.tool(title="Scan a job directory", annotations=_READ_ONLY)
+    async def scan(path: ScanPath) -> ScanReport:
         """Scan a job's output directory (or one log file) inside the server's scan roots: incidents grouped
         across ranks, the first failure vs its cascade, metric signatures, and the job's overrides checked."""
+        from kb.scan.runner import scan_paths
         from server.safety import Refused, confine
 
         if not roots:
@@ -239,20 +225,12 @@ def build_server(diagnoser: Diagnoser, setup: MCPSetup | None = None) -> MCPServ
             target = confine(path, roots)
         except Refused as exc:
             raise ToolError(f"refused: {exc}" if exc.status == 403 else str(exc)) from None
-        module = scan_module or _scan_module()
-        if module is None:
-            raise ToolError("this verl-doctor build has no job scanner (kb.scan); use `diagnose` on a log excerpt")
-        scan_paths: Callable[..., Any] = module.scan_paths
 
-        def run() -> Any:
+        def run() -> ScanReport:
             ready()
             return scan_paths([target], diagnoser, confine_to=roots)
 
         return await anyio.to_thread.run_sync(run)
-
-    if scan_module is not None:
-        scan.__annotations__["return"] = scan_module.ScanReport  # structured output: the HTTP API's ScanReport
-    server.add_tool(scan, title="Scan a job directory", annotations=_READ_ONLY)
 
     @server.tool(name="ask", title="Ask about verl", annotations=_READ_ONLY)
     async def ask_tool(

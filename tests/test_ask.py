@@ -8,8 +8,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from kb.ask import ChatMessage, ask, extract_facts, is_followup, run_ask_eval
-from kb.evaluation import load_cases
+from kb.ask import ChatMessage, ask, extract_facts, is_followup
+from kb.evaluation import load_cases, run_ask_eval
 from kb.llm import Grounding, LLMClient, check_reply, override_tokens, quoted_lines
 from tests.conftest import REPO
 from tests.llm_harness import llm_server

@@ -63,3 +63,37 @@ def test_the_suite_never_reads_the_users_cache(diagnoser: Diagnoser, isolated_fr
     assert cache_dir() == isolated_from_the_user != Path(os.path.expanduser("~/.cache/verl-doctor"))
     archive = diagnoser.issue_archive
     assert archive is not None and archive.similar("Unable to register worker with raylet") == []
+
+
+def test_corpus_list_and_show_json_print_the_apis_entry_model(runner: CliRunner) -> None:
+    from pydantic import TypeAdapter
+
+    from kb.entry_detail import EntryDetail
+
+    listed = runner.invoke(main, ["corpus", "list", "--json", "--area", "config"])
+    assert listed.exit_code == 0, listed.output
+    entries = TypeAdapter(list[EntryDetail]).validate_json(listed.output)
+    assert entries and {e.area for e in entries} == {"config"}
+    shown = runner.invoke(main, ["corpus", "show", "ray-init-num-cpus-renamed", "--json", "--verl-version", "0.9.1"])
+    assert shown.exit_code == 0, shown.output
+    entry = EntryDetail.model_validate_json(shown.output)
+    assert entry.id == "ray-init-num-cpus-renamed" and entry.conditions and entry.symptoms[0].regex
+    assert all(o.line.startswith(("ray_kwargs.", "+ray_kwargs.")) for o in entry.overrides)
+    assert '"check": {\n    "text"' in shown.output and "null" not in shown.output.split('"overrides"')[0]
+    bad = runner.invoke(main, ["corpus", "show", "ray-init-num-cpus-renamed", "--json", "--verl-version", "nope"])
+    assert bad.exit_code == common.EXIT_USAGE and "not a version number" in bad.output
+
+
+def test_match_jsonl_prints_the_batch_models(runner: CliRunner) -> None:
+    import json
+
+    from kb.batch import BatchError, BatchResult
+
+    lines = [json.dumps({"id": 7, "input": "Unable to register worker with raylet"}), "[]"]
+    r = runner.invoke(main, ["match", "--jsonl", "--no-semantic"], input="\n".join(lines) + "\n")
+    first, second = r.output.splitlines()
+    assert first.startswith('{"id":7,"line":1,')  # the request's id and line first, then the result
+    assert BatchResult.model_validate_json(first).matches[0].id == "ray-worker-register-raylet"
+    assert BatchError.model_validate_json(second) == BatchError(
+        id=None, line=2, error="each line must be a JSON object with a string 'input'"
+    )

@@ -28,11 +28,11 @@ from mcp_types import CallToolResult, TextResourceContents
 from pydantic import TypeAdapter
 
 from kb.ask import AskAnswer
+from kb.entry_detail import EntryDetail
 from kb.overrides import OverrideReport
 from kb.result import Result
 from kb.scan import ScanReport
 from kb.search import SearchHit
-from server.schemas import EntryDetail
 from tests.server_harness import serve_process
 
 REPO = Path(__file__).resolve().parent.parent

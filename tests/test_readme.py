@@ -29,3 +29,18 @@ def test_the_request_field_table_is_the_code_s() -> None:
     assert readme_table(readme, FIELDS_START, FIELDS_END) == table, "README drifted: run scripts/update_readme.py"
     for cell in ("| `input` |", "`POST /v1/diagnose`", "`match [FILE\\|-]`", "`ask --verl-version`", "`text` (MCP"):
         assert cell in table, cell
+
+
+def test_the_docs_name_the_span_of_known_releases() -> None:
+    """Prose that names "every release from A to B" names kb.versions.KNOWN_SPAN (messages derive it)."""
+    import re
+
+    from kb.versions import KNOWN_SPAN
+
+    span = re.compile(r"every release from\s+(\d+\.\d+\.\d+)\s+to\s+(\d+\.\d+\.\d+)")
+    found = {
+        doc: [f"{a} to {b}" for a, b in span.findall((REPO / doc).read_text(encoding="utf-8"))]
+        for doc in ("README.md", "corpus/README.md")
+    }
+    assert all(found.values()), found
+    assert {doc: spans for doc, spans in found.items() if set(spans) != {KNOWN_SPAN}} == {}

@@ -382,6 +382,12 @@ def test_a_scan_started_before_the_corpus_loads_gives_the_same_report(tmp_path: 
     assert loads == ["loaded"] and _comparable(early) == _comparable(ready) and ready.findings
     assert progress[0][0] == 0 and progress[-1][0] == progress[-1][1] > 0
 
+    # The TUI's route: the spec of a diagnoser at hand, the scan's own diagnoser built while the bytes stream.
+    from kb.scan.runner import scan_while_loading
+
+    beside = scan_while_loading(paths, load, spec, workers=1)
+    assert loads == ["loaded", "loaded"] and _comparable(beside) == _comparable(ready)
+
     # A cached spec that no longer fits the corpus (a symptom pattern gone): the scan is redone.
     stale = ScanSpec(spec.kb_version, spec.symptoms[:-5], spec.watched - {"training/rollout_probs_diff_mean"})
     again = run_scan(paths, Deferred(lambda: rules_diagnoser), LocalExecutor(1), spec=stale)

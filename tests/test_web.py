@@ -345,7 +345,7 @@ def test_browser_paste_box_shows_the_diagnosis_with_evidence(live_server: str, b
         page.click("form[data-diagnose] button[type=submit]")
         first = page.locator("#diagnosis article.match").first
         expect(first).to_be_visible()
-        assert page.url.startswith(f"{live_server}/#diagnose=")  # answered by /v1/diagnose, no page load
+        expect(page).to_have_url(re.compile(re.escape(f"{live_server}/#diagnose=")))  # no page load: /v1/diagnose
         expect(first.locator(".match-title")).to_have_text(re.compile("ray_init.num_cpus was renamed"))
         expect(first.locator(".verdict")).to_have_text("match")
         evidence = first.locator(".ev").first
@@ -546,7 +546,7 @@ def test_browser_permalink_diagnoses_the_same_text_again(live_server: str, brows
         expect(link).to_be_visible()
         href = link.get_attribute("href")
         assert href is not None and href.startswith(f"{live_server}/#diagnose=z.")
-        assert page.url == href  # the address bar is the permalink too
+        expect(page).to_have_url(href)  # the address bar is the permalink too
         assert _decode_permalink(href) == text  # the format server/web/permalink.py writes and reads
         first_title = page.locator("#diagnosis article.match .match-title").first.text_content()
 

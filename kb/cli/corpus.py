@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
 import click
 
-from kb.cli.common import EXIT_FINDINGS, EXIT_USAGE, corpus_dir, corpus_option, fail, load_corpus_or_fail
+from kb.cli.common import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, corpus_dir, corpus_option, fail, load_corpus_or_fail
 
 
 @click.group("corpus")
@@ -52,14 +51,19 @@ def corpus_validate(corpus_path: str | None, fixtures_path: str | None) -> None:
 
 @corpus_group.command("list")
 @corpus_option
-@click.option("--json", "as_json", is_flag=True, help="Print every entry in full as JSON.")
+@click.option("--json", "as_json", is_flag=True, help="Print every entry in full as JSON (the API's EntryDetail).")
 @click.option("--area", help="Only entries of this area.")
 def corpus_list(corpus_path: str | None, as_json: bool, area: str | None) -> None:
     """List the entries: id, area and title (or everything with --json)."""
     loaded = load_corpus_or_fail(corpus_path)
     entries = sorted((e for e in loaded.entries if area is None or e.area == area), key=lambda e: (e.area, e.id))
     if as_json:
-        click.echo(json.dumps([e.to_public() for e in entries], indent=1, ensure_ascii=False))
+        from pydantic import TypeAdapter
+
+        from kb.entry_detail import EntryDetail, entry_detail
+
+        details = [entry_detail(e) for e in entries]
+        click.echo(TypeAdapter(list[EntryDetail]).dump_json(details, indent=1).decode("utf-8"))
         return
     for e in entries:
         click.echo(f"{e.id:<48} {e.area:<11} {e.title}")
@@ -69,9 +73,16 @@ def corpus_list(corpus_path: str | None, as_json: bool, area: str | None) -> Non
 @click.argument("entry_id")
 @corpus_option
 @click.option("--verl-version", metavar="V", help="Render the overrides for this verl version.")
-@click.option("--json", "as_json", is_flag=True, help="Print the entry as JSON.")
+@click.option("--json", "as_json", is_flag=True, help="Print the entry as JSON (the API's EntryDetail).")
 def corpus_show(entry_id: str, corpus_path: str | None, verl_version: str | None, as_json: bool) -> None:
     """Show one entry: its fields, the overrides per verl version, and its body."""
+    if verl_version is not None:
+        from kb.versions import VersionError, parse_version
+
+        try:
+            parse_version(verl_version)
+        except VersionError as exc:
+            fail(str(exc))
     loaded = load_corpus_or_fail(corpus_path)
     entry = loaded.get(entry_id)
     if entry is None:
@@ -79,7 +90,9 @@ def corpus_show(entry_id: str, corpus_path: str | None, verl_version: str | None
 
         fail(no_such_entry(entry_id, [e.id for e in loaded.entries]), EXIT_FINDINGS)
     if as_json:
-        click.echo(json.dumps(entry.to_public(), indent=1, ensure_ascii=False))
+        from kb.entry_detail import entry_detail
+
+        click.echo(entry_detail(entry, verl_version).model_dump_json(indent=1))
         return
     from kb.render_text import render_entry
 
@@ -99,7 +112,8 @@ def corpus_search(query: str, corpus_path: str | None, top: int, as_json: bool, 
     from kb.cli import common
     from kb.render_text import render_hits
 
-    sys.exit(render_hits(common.build_diagnoser(corpus_path, semantic=not no_semantic), query, top, as_json))
+    found = render_hits(common.build_diagnoser(corpus_path, semantic=not no_semantic), query, top, as_json)
+    sys.exit(EXIT_OK if found else EXIT_FINDINGS)
 
 
 @corpus_group.command("patterns")

@@ -122,8 +122,7 @@ def _run_benchmark(
 
 def _run_ask_eval(diagnoser: Diagnoser, cases: list[Case], as_json: bool) -> None:
     """`verl-doctor eval --ask`: the engine figures over the ask path, then the answer-only ones."""
-    from kb.ask import run_ask_eval
-    from kb.evaluation import render_report
+    from kb.evaluation import render_report, run_ask_eval
     from kb.llm import LLMClient
 
     report = run_ask_eval(diagnoser, cases, LLMClient.from_env())

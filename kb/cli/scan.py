@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 import click
 
 from kb.cli import common
-from kb.cli.common import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, corpus_option, fail
+from kb.cli.common import EXIT_FINDINGS, EXIT_OK, corpus_option, fail
 
 if TYPE_CHECKING:
     from kb.engine import Diagnoser
@@ -92,9 +92,7 @@ def scan_cmd(
     if all(s.path in {str(t) for t in targets} for s in report.skipped) and len(report.skipped) == len(targets):
         from kb.render_text import terminal_safe
 
-        for s in report.skipped:
-            click.echo(f"verl-doctor: cannot read {terminal_safe(s.path)}: {s.reason}", err=True)
-        sys.exit(EXIT_USAGE)
+        fail("\nverl-doctor: ".join(f"cannot read {terminal_safe(s.path)}: {s.reason}" for s in report.skipped))
     from kb.scan.report import nothing_read
 
     if (why := nothing_read(report)) is not None:

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from kb.scan.files import Job, JobFile
 from kb.scan.incidents import build_incidents, merge_groups
-from kb.scan.job import check_job_overrides, evaluate_metrics, gather_facts, merge_series
+from kb.scan.job import check_job_overrides, gather_facts, merge_series
 from kb.scan.report import (
     SEVERITY_RANK,
     FileStat,
@@ -78,7 +78,7 @@ def assemble_job(
     drafts = merge_groups([(jf.rel, jf.kind, r.groups) for jf, r in scanned if r.skipped is None])
     incidents = merge_known_notices(build_incidents(drafts, diagnoser, signals, label))
     series, origin = merge_series([(jf.rel, r.metrics) for jf, r in scanned])
-    metric_matches = evaluate_metrics(diagnoser, signals, series)
+    metric_matches = diagnoser.diagnose_metrics(signals, series)
     override_report = check_job_overrides(override_texts, facts)
     facts.metrics_seen = next((r.metric_keys for _, r in scanned if r.metric_keys), [])[:300]
     steps = sorted({p.step for pts in series.values() for p in pts})

@@ -1,5 +1,5 @@
 """Job-wide facts and checks: versions, GPUs and overrides gathered once, the job's overrides checked,
-and the run's metric series evaluated against the corpus's metric signatures."""
+and the run's metric series merged over its files (``Diagnoser.diagnose_metrics`` scores them)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING
 
 from kb.loglines import split_lines
 from kb.overrides import OverrideReport, check_overrides, extract_overrides, parse_override
-from kb.result import Match
 from kb.scan.files import Job
 from kb.scan.report import JobFacts
 from kb.signals import MetricPoint, Signals, extract_signals
@@ -169,26 +168,3 @@ def merge_series(
                 if step not in target:
                     target[step] = MetricPoint(step, value, line)
     return {k: sorted(v.values(), key=lambda p: p.step) for k, v in series.items()}, origin
-
-
-def evaluate_metrics(diagnoser: Diagnoser, signals: Signals, series: dict[str, list[MetricPoint]]) -> list[Match]:
-    """The corpus's metric signatures over the job's series, as engine matches (conditions checked
-    against the job's facts, overrides rendered for its verl version)."""
-    if not series:
-        return []
-    from kb.engine import POSSIBLE_THRESHOLD, Candidate
-
-    sig = signals.model_copy(update={"metrics": series})
-    hits = diagnoser.rules.evaluate([], sig)
-    version = diagnoser.version_for(sig)
-    matches = []
-    for entry_id, hit in hits.items():
-        evidence = [ev for ev in hit.evidence if ev.kind == "metric"]
-        if not evidence:
-            continue
-        cand = Candidate(diagnoser.entries[entry_id], rule=hit.score, evidence=evidence)
-        match = diagnoser.build_match(cand, sig, [], version)
-        if match.confidence >= POSSIBLE_THRESHOLD:
-            matches.append(match)
-    matches.sort(key=lambda m: (-m.confidence, m.id))
-    return matches

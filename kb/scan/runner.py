@@ -1,5 +1,11 @@
 """``scan_paths``: discover the jobs' files and scan them in parallel; :mod:`kb.scan.assemble` turns
-the results into a report. Only what streams bytes is imported up front."""
+the results into a report. Only what streams bytes is imported up front.
+
+Every surface scans through here. A scan may start before its diagnoser exists, since streaming needs
+only the pattern spec (:mod:`kb.scan.spec`): the CLI takes the spec an earlier run cached on disk
+(:func:`scan_with_warm_start`), the TUI the one of the diagnoser it already holds while it builds the
+scan's own (:func:`scan_while_loading`). The HTTP server and MCP load their diagnoser before the first
+request, so they have nothing to wait for and call :func:`scan_paths`."""
 
 from __future__ import annotations
 
@@ -98,6 +104,23 @@ def run_scan(
     report = _run_scan(paths, ready, executor, ScanSpec.of(ready), progress, on_progress, t0, confine_to)
     assert report is not None
     return report
+
+
+def scan_while_loading(
+    paths: list[Path],
+    load: Callable[[], Diagnoser],
+    spec: ScanSpec,
+    *,
+    workers: int | None = None,
+    on_progress: OnProgress | None = None,
+    confine_to: list[Path] | None = None,
+) -> ScanReport:
+    """:func:`scan_paths` with the diagnoser still to be built by ``load`` and its pattern ``spec`` known
+    (another diagnoser's over the same corpus): the bytes stream while ``load`` runs beside them, and the
+    scan is redone in the rare case the loaded diagnoser needs another spec."""
+    return run_scan(
+        paths, Deferred(load), LocalExecutor(workers), on_progress=on_progress, spec=spec, confine_to=confine_to
+    )
 
 
 def scan_with_warm_start(

@@ -7,12 +7,12 @@ from typing import Annotated
 from fastapi import APIRouter, HTTPException, Query
 from starlette.concurrency import run_in_threadpool
 
+from kb.entry_detail import EntryDetail, EntrySummary, entry_detail, entry_summary
 from kb.search import SearchHit, search_entries
 from kb.suggest import no_such_entry
 from kb.versions import VersionError, parse_version
 from server.deps import Auth, DiagnoserDep
 from server.problems import problem_responses
-from server.schemas import EntryDetail, EntrySummary, entry_detail, entry_summary
 
 router = APIRouter(prefix="/v1", tags=["entries"], dependencies=[Auth])
 

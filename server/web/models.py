@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
+from kb.entry_detail import EntryDetail, EntrySummary
 from kb.search import SearchHit
-from server.schemas import EntryDetail, EntrySummary
 
 
 class AreaGroup(BaseModel):

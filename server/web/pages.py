@@ -15,6 +15,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from kb.engine import Diagnoser
 from kb.entry import AREAS, Entry
+from kb.entry_detail import entry_detail, entry_summary
 from kb.inputs import InputError
 from kb.result import RenderedOverride, Result
 from kb.search import search_entries
@@ -22,7 +23,6 @@ from kb.suggest import closest_ids
 from kb.versions import KNOWN_RELEASES, VersionError, parse_version
 from server.deps import TOKEN_COOKIE, DiagnoserDep, get_settings
 from server.problems import problem_response
-from server.schemas import entry_detail, entry_summary
 from server.settings import ServerSettings
 from server.web import permalink
 from server.web.models import AreaGroup, EntryPage, FaqIndex, SearchPage

@@ -72,8 +72,10 @@ def highlight(text: str, pattern: str | None) -> list[tuple[str, bool]]:
     return [(text, True)]
 
 
-def check_text(check: dict[str, Any] | None) -> str:
-    """A condition's machine check as one short line."""
+def check_text(check: BaseModel | dict[str, Any] | None) -> str:
+    """A condition's machine check (or a metric signature) as one short line, the fields set only."""
+    if isinstance(check, BaseModel):
+        check = check.model_dump(mode="json", exclude_none=True)
     if not check:
         return ""
     return ", ".join(f"{k}: {v}" for k, v in check.items())

@@ -232,9 +232,18 @@ class JobsPane(UsesEngine, Vertical):
                 self.app.call_from_thread(self._progress, done, total)
 
         try:
-            from kb.scan.runner import scan_paths
+            from kb.scan.runner import scan_while_loading
+            from kb.scan.spec import ScanSpec
 
-            report = scan_paths([path], engine.scan_diagnoser(), workers=self.scan_workers, on_progress=progress)
+            # The scan's own diagnoser takes a second to build the first time: the bytes stream meanwhile,
+            # with the patterns of the diagnoser the app already holds (the same corpus).
+            report = scan_while_loading(
+                [path],
+                engine.scan_diagnoser,
+                ScanSpec.of(engine.diagnoser),
+                workers=self.scan_workers,
+                on_progress=progress,
+            )
         except Exception as exc:  # a scan problem is a message, never a crash of the app
             self.app.call_from_thread(self._failed, f"{type(exc).__name__}: {exc}")
             return
