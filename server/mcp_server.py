@@ -58,7 +58,9 @@ verl-doctor diagnoses failures of verl (RL post-training for LLMs) from a knowle
 - ask: a question in words (with the user's earlier messages for a follow-up such as "and on 0.5?"); an answer
   that cites the entries it comes from, or an abstention with the closest entries.
 - search_faq / get_entry: browse the knowledge base; entries are also resources at verl-doctor://entries/{id}.
-- check_overrides: check Hydra overrides (or a whole launch command) against a verl release before submitting.
+- check_overrides: check Hydra overrides (a list, or a whole launch command or script as `input`) against a verl
+  release before submitting.
+Every tool names its fields as the HTTP API does: `input` for the user's text, `verl_version` for the release.
 """
 
 _READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
