@@ -507,6 +507,11 @@ def test_the_diagnosis_page_carries_a_permalink(client: TestClient) -> None:
     noise = "".join(f"{i:x} {i * 7919 % 104729:x}\n" for i in range(40_000))
     long_page = client.post("/diagnose", data={"input": noise}, headers=HTML).text
     assert 'class="permalink"' not in long_page and "too long for a permalink" in long_page
+    # app.js writes and reads links under the same limit as server/web/permalink.py.
+    from server.web import permalink
+
+    script = (REPO / "server" / "web" / "static" / "app.js").read_text(encoding="utf-8")
+    assert re.search(r"const MAX_LINK = (\d+);", script).group(1) == str(permalink.MAX_PERMALINK)  # type: ignore[union-attr]
 
 
 def test_browser_search_says_when_nothing_matched(live_server: str, browser: Any) -> None:
