@@ -43,7 +43,7 @@ REQUEST_FIELDS: tuple[RequestField, ...] = (
         mcp=("diagnose", "check_overrides"),
         cli=(("match", "source"), ("check-overrides", "file_path")),
         aliases=(Alias("MCP", "diagnose", "text"), Alias("MCP", "check_overrides", "command_line")),
-        note='CLI: the text comes from FILE or stdin; `match --jsonl` reads `{"id", "input"}` lines',
+        note='CLI: the text comes from FILE or stdin; `match --jsonl` reads `{"id", "input", "top"}` lines',
     ),
     RequestField(
         "top",

@@ -213,3 +213,19 @@ def test_mcp_help_lists_every_registered_tool(mcp_tools: dict[str, dict[str, Any
     shown = CliRunner().invoke(main, ["mcp", "--help"]).output
     for tool in mcp_tools:
         assert f"  {tool} " in shown or f"  {tool}:" in shown, (tool, shown)
+
+
+def test_a_match_jsonl_line_is_the_http_diagnose_request_with_an_id(lexical: Diagnoser) -> None:
+    import io
+    import json
+
+    from kb.batch import match_jsonl
+
+    log = FAILURE_LOG.read_text()
+    lines = [{"id": "a", "input": log, "top": 1}, {"id": "b", "input": log}, {"id": "c", "input": log, "top": 0}]
+    out = io.StringIO()
+    match_jsonl(lexical, 3, io.BytesIO("".join(json.dumps(x) + "\n" for x in lines).encode()), out)
+    answers = {a["id"]: a for a in map(json.loads, out.getvalue().splitlines())}
+    assert len(answers["a"]["matches"]) == 1 and answers["a"]["matches"][0]["id"] == TOP_ENTRY
+    assert len(answers["b"]["matches"]) > 1  # the command's --top when the line gives none
+    assert "top" in answers["c"]["error"]
