@@ -1,12 +1,13 @@
 """Benchmark `verl-doctor scan` against ripgrep running the corpus patterns over the same job dirs.
 
-    .venv/bin/python bench/scan.py                      # 100 MB, 1 GB, 4 GB and 3000 small files
+    .venv/bin/python bench/scan.py          # 6,000 step lines, 100 MB, 400 MB, 1 GB, 4 GB, 3,000 small files
     .venv/bin/python bench/scan.py --sizes 100M --runs 3
 
 For each size it writes a seeded verl-like run directory (two jobs: a metric drift plus the same
 OOM traceback on 8 ranks, and a first failure with its NCCL-watchdog/actor-died cascade; driver logs
 with step lines, Ray worker logs, Hydra overrides, the file logger's JSONL, a rotated .gz log), or
-for ``NNNfiles`` one job with NNN small Ray logs (one holding an OOM traceback), then
+for ``NNNfiles`` one job with NNN small Ray logs (one holding an OOM traceback), or for ``NNNsteps`` one
+job whose driver log is NNN verl 0.9 step lines of ~170 metrics (a drifting log-prob gap in them), then
 times, in the same run and alternating, `verl-doctor scan --json --no-semantic JOB1 JOB2` and
 `rg -z -c -f <(verl-doctor corpus patterns) DIR`, after one warm-up of each (page cache warm for
 both). Peak memory is sampled from /proc over the whole process tree (the scan's worker processes
@@ -245,6 +246,64 @@ def build_many(root: Path, files: int, seed: int = 99) -> list[Path]:
     return [root / "many"]
 
 
+# The metrics of one verl 0.9 step line (a real MoE GRPO run's: tests/fixtures/entries/
+# rollout-correction-offpolicy-gap), widened with the per-stage timings, validation and variance metrics
+# that verl 0.9's metric_utils.py also prints.
+_STEP_KEYS = str.split(
+    "global_seqlen/min global_seqlen/max global_seqlen/minmax_diff global_seqlen/balanced_min "
+    "global_seqlen/balanced_max global_seqlen/mean actor/entropy training/rollout_probs_diff_valid "
+    "training/rollout_probs_diff_max training/rollout_probs_diff_mean training/rollout_probs_diff_std "
+    "training/rollout_actor_probs_pearson_corr rollout_corr/training_ppl rollout_corr/training_log_ppl "
+    "rollout_corr/kl rollout_corr/k3_kl rollout_corr/rollout_ppl rollout_corr/rollout_log_ppl "
+    "rollout_corr/log_ppl_diff rollout_corr/log_ppl_abs_diff rollout_corr/log_ppl_diff_max "
+    "rollout_corr/log_ppl_diff_min rollout_corr/ppl_ratio rollout_corr/chi2_token rollout_corr/chi2_seq "
+    "actor/pg_clipfrac actor/ppo_kl actor/pg_clipfrac_lower actor/pg_loss actor/kl_loss actor/kl_coef actor/loss "
+    "actor/grad_norm actor/perf/max_memory_allocated_gb actor/perf/max_memory_reserved_gb "
+    "actor/perf/cpu_memory_used_gb actor/lr perf/mfu/actor training/global_step training/epoch critic/score/mean "
+    "critic/score/max critic/score/min critic/rewards/mean critic/rewards/max critic/rewards/min "
+    "critic/advantages/mean critic/advantages/max critic/advantages/min critic/returns/mean critic/returns/max "
+    "critic/returns/min response_length/mean response_length/max response_length/min response_length/clip_ratio "
+    "response_length_non_aborted/mean response_length_non_aborted/max response_length_non_aborted/min "
+    "response_length_non_aborted/clip_ratio response/aborted_ratio prompt_length/mean prompt_length/max "
+    "prompt_length/min prompt_length/clip_ratio timing_s/start_profile timing_s/gen timing_s/reward "
+    "timing_s/old_log_prob timing_s/ref timing_s/adv timing_s/update_actor timing_s/update_weights timing_s/step "
+    "timing_s/stop_profile timing_per_token_ms/gen timing_per_token_ms/ref timing_per_token_ms/adv "
+    "timing_per_token_ms/update_actor perf/total_num_tokens perf/time_per_step perf/throughput "
+    "critic/values/mean critic/values/max critic/values/min critic/vf_explained_var num_turns/max num_turns/mean "
+    "num_turns/min tool_call_counts/max tool_call_counts/mean tool_call_counts/min "
+    "variance_proxy/expected_a_squared variance_proxy/expected_w variance_proxy/proxy1_signal_strength "
+    "variance_proxy/proxy2_total_power variance_proxy/proxy3_pure_noise"
+)
+_STEP_KEYS += [f"val-core/openai/gsm8k/reward/mean@{k}" for k in (1, 2, 4, 8, 16, 32)]
+_STEP_KEYS += [f"val-aux/openai/gsm8k/{m}/mean@{k}" for m in ("score", "acc", "pred") for k in (1, 2, 4, 8, 16, 32)]
+_STEP_KEYS += [f"timing_s/{s}" for s in ("testing", "save_checkpoint", "values", "update_critic", "marked_gen")]
+_STEP_KEYS += [f"actor/perf/{m}_rank{r}" for m in ("tokens_per_s", "mem_gb") for r in range(16)]
+
+
+def build_steps(root: Path, steps: int, seed: int = 7) -> list[Path]:
+    """One job whose driver log is ``steps`` verl 0.9 step lines of ~170 metrics each (printed as verl
+    does, a third of the values as ``np.float64(...)``), training/rollout_probs_diff_mean drifting from 60 %
+    of the steps on: the metric-heavy log a long run leaves, and a metric signature to find in it."""
+    rng = random.Random(seed)
+    job = root / "steps"
+    job.mkdir(parents=True, exist_ok=True)
+    (job / ".hydra").mkdir(exist_ok=True)
+    (job / ".hydra" / "overrides.yaml").write_text("- algorithm.adv_estimator=grpo\n- trainer.logger=console\n")
+    with open(job / "main_ppo.log", "w") as fh:
+        for step in range(1, steps + 1):
+            items = []
+            for key in _STEP_KEYS:
+                if key == "training/rollout_probs_diff_mean":
+                    value = 0.004 + (0.02 if step >= steps * 0.6 else 0.0) + rng.uniform(0, 0.001)
+                elif key == "training/global_step":
+                    value = step
+                else:
+                    value = rng.random()
+                items.append(f"{key}:np.float64({value})" if rng.random() < 0.3 else f"{key}:{value}")
+            fh.write(f"(TaskRunner pid=40417) step:{step} - " + " - ".join(items) + "\n")
+    return [job]
+
+
 def _tree_rss(pid: int) -> tuple[int, int]:
     """(sum of RSS, largest RSS) in bytes over ``pid`` and its descendants."""
     children: dict[int, list[int]] = {}
@@ -315,6 +374,9 @@ def check_planted(report: dict[str, object]) -> list[str]:
     if all(f["job"].endswith("/many") for f in findings) and findings:
         oom = [f for f in findings if f["entry_id"] == "actor-update-cuda-oom-offload"]
         return [] if oom and oom[0]["incident"]["ranks"] == [5] else ["the OOM in one of the small files"]
+    if findings and all(f["job"].endswith("/steps") for f in findings):
+        drift = [f for f in findings if f["entry_id"] == "rollout-training-logprob-mismatch" and f["kind"] == "metric"]
+        return [] if drift else ["metric drift in the step lines"]
     missed = []
     by_entry = {(f["job"].rsplit("/", 1)[-1], f["entry_id"], f["kind"]) for f in findings}
     if not any(e == ("job1", "rollout-training-logprob-mismatch", "metric") for e in by_entry):
@@ -344,7 +406,11 @@ def check_planted(report: dict[str, object]) -> list[str]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--sizes", default="100M,1G,4G,3000files", help="Sizes, and NNNfiles for many small logs.")
+    ap.add_argument(
+        "--sizes",
+        default="6000steps,100M,400M,1G,4G,3000files",
+        help="Sizes, NNNfiles for many small logs, NNNsteps for a driver log of verl step lines.",
+    )
     ap.add_argument("--runs", type=int, default=2)
     ap.add_argument("--dir", default=os.path.join(tempfile.gettempdir(), "verl-doctor-bench"))
     ap.add_argument("--keep", action="store_true", help="Keep the generated directories.")
@@ -365,6 +431,8 @@ def main() -> None:
         t0 = time.perf_counter()
         if size_text.endswith("files"):  # e.g. 3000files: many small Ray logs
             jobs = build_many(root, int(size_text.removesuffix("files")))
+        elif size_text.endswith("steps"):  # e.g. 6000steps: a driver log of verl step lines
+            jobs = build_steps(root, int(size_text.removesuffix("steps")))
         else:
             jobs = build(root, _size(size_text))
         on_disk = sum(p.stat().st_size for p in root.rglob("*") if p.is_file())
@@ -412,7 +480,8 @@ def main() -> None:
             f" | {', '.join(r['planted_missed']) or 'none'} |"
         )
     # The rate once running: what one more byte costs, start-up left out (sizes of the same kind).
-    sized = sorted((r for r in rows if not str(r["size"]).endswith("files")), key=lambda r: r["bytes"])
+    by_bytes = [r for r in rows if not str(r["size"]).endswith(("files", "steps"))]
+    sized = sorted(by_bytes, key=lambda r: r["bytes"])
     for a, b in itertools.pairwise(sized):
         extra = (b["bytes"] - a["bytes"]) / 1e6
         scan_rate = extra / max(b["scan_s"] - a["scan_s"], 1e-3)

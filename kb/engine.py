@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import shlex
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -65,6 +66,8 @@ class Diagnoser:
         self.rules = RuleEngine(corpus.entries)
         self._retriever_factory = retriever_factory
         self._retriever: Retriever | None = None
+        # A server warms the model in a thread while its first request may ask for it: load it once.
+        self._retriever_lock = threading.Lock()
         self.issues_factory = issues_factory
         self._issues: IssueSearcher | None = None
         self._issues_loaded = False
@@ -77,13 +80,21 @@ class Diagnoser:
         clone = copy.copy(self)
         clone._retriever_factory = None
         clone._retriever = None
+        clone._retriever_lock = threading.Lock()
         return clone
 
     @property
     def retriever(self) -> Retriever | None:
         if self._retriever is None and self._retriever_factory is not None:
-            self._retriever = self._retriever_factory()
+            with self._retriever_lock:
+                if self._retriever is None:
+                    self._retriever = self._retriever_factory()
         return self._retriever
+
+    @property
+    def semantic_ready(self) -> bool:
+        """Whether the retriever is loaded (reading this never loads it)."""
+        return self._retriever is not None
 
     @property
     def issue_archive(self) -> IssueSearcher | None:
@@ -233,8 +244,15 @@ class Diagnoser:
             conf *= S.OUTSIDE_RANGE_FACTOR
         conf = max(0.0, min(1.0, conf))
         features = calibration_model.features(
-            conf, c.rule, c.semantic, c.lexical, c.question, fails, holds,
-            version is not None and entry_excludes(entry, version), shows_verl(signals),
+            conf,
+            c.rule,
+            c.semantic,
+            c.lexical,
+            c.question,
+            fails,
+            holds,
+            version is not None and entry_excludes(entry, version),
+            shows_verl(signals),
         )
         threshold = MATCH_THRESHOLD
         if self.calibration is not None:

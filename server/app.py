@@ -15,6 +15,7 @@ from server.gate import RequestGate
 from server.problems import install_handlers
 from server.routes import chat, diagnose, entries, health, scan
 from server.settings import ServerSettings
+from server.warmup import ModelLoad
 
 
 def load_diagnoser(settings: ServerSettings) -> Diagnoser:
@@ -37,7 +38,9 @@ def create_app(settings: ServerSettings | None = None, diagnoser: Diagnoser | No
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         if settings.semantic:
-            loaded.retriever  # noqa: B018 - load the model and index once, before the first request
+            # Ready at once: the model and index load in a thread; a request that needs them waits for
+            # that load (Diagnoser.retriever loads once), and /healthz says whether it has finished.
+            app.state.model.start(app)
         yield
 
     # FastAPIOffline: /docs and /redoc load Swagger UI and ReDoc from the package, not from a CDN.
@@ -49,6 +52,7 @@ def create_app(settings: ServerSettings | None = None, diagnoser: Diagnoser | No
     )
     app.state.settings = settings
     app.state.diagnoser = loaded
+    app.state.model = ModelLoad("loading" if settings.semantic else "off")
     install_handlers(app)
     for router in (health.router, diagnose.router, entries.router, chat.router, scan.router):
         app.include_router(router)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, Field
 
 # Request models: every field is named as kb/request_fields.py says (the README's "Request fields" table).
@@ -21,3 +23,7 @@ class Health(BaseModel):
     entries: int
     kb_version: str
     semantic: bool
+    model: Literal["loading", "ready", "off", "failed"] = Field(
+        description="the embedding model: still loading in the background, ready, off (--no-semantic) or failed"
+    )
+    model_error: str | None = Field(default=None, description="why the model failed to load")

@@ -228,3 +228,43 @@ def test_schemathesis_finds_no_server_errors(api: str) -> None:
         env={**os.environ, "NO_COLOR": "1"},
     )
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
+
+
+def test_the_server_answers_while_the_model_loads_and_says_when_it_failed(diagnoser) -> None:
+    """Ready at once: /healthz answers before the model has loaded; a model that fails to load leaves the
+    server answering from the rules, and /healthz says why."""
+    import threading
+
+    from kb.engine import Diagnoser
+
+    release = threading.Event()
+
+    def slow_then_broken():  # type: ignore[no-untyped-def]
+        release.wait(30)
+        raise RuntimeError("no index on this disk")
+
+    slow = Diagnoser(diagnoser.corpus, slow_then_broken)
+    with running(create_app(ServerSettings(), slow)) as base:
+        health = httpx.get(f"{base}/healthz", timeout=5).json()
+        assert health["model"] == "loading" and health["semantic"] is True
+        release.set()
+        for _ in range(100):
+            health = httpx.get(f"{base}/healthz", timeout=5).json()
+            if health["model"] != "loading":
+                break
+            release.wait(0.05)
+        assert health["model"] == "failed" and "no index on this disk" in health["model_error"]
+        text = (REPO / "tests" / "eval" / "verl_runs" / "hydra_ray_init_old_key" / "output.log").read_text()
+        result = httpx.post(f"{base}/v1/diagnose", json={"input": text}, timeout=30).json()
+        assert result["matches"] and result["matches"][0]["id"]
+
+
+def test_health_reports_the_loaded_model(api: str) -> None:
+    import time
+
+    for _ in range(600):
+        health = httpx.get(f"{api}/healthz").json()
+        if health["model"] != "loading":
+            break
+        time.sleep(0.1)
+    assert health["model"] == "ready" and health["model_error"] is None

@@ -107,6 +107,45 @@ def test_arm64_follow_up_settles_the_platform_condition(diagnoser) -> None:
     assert not any("architecture" in q for q in a.missing_facts)
 
 
+def test_a_follow_up_after_the_answer_says_what_changed_instead_of_repeating_it(diagnoser) -> None:
+    first = ask(diagnoser, user(RAY_CPUS))
+    assert "**Why it happens.**" in first.answer and "**Check that it worked.**" in first.answer
+    msgs = [*user(RAY_CPUS), ChatMessage(role="assistant", content=first.answer), *user("I'm on 0.5")]
+    second = ask(diagnoser, msgs)
+    assert second.followup and second.citations[0].id == "ray-init-num-cpus-renamed"
+    text = second.answer
+    assert "**Why it happens.**" not in text and "**Check that it worked.**" not in text  # said above already
+    assert "- verl version: 0.5 (not given before)" in text
+    fix = text.split("Fix for verl 0.5", 1)[1]
+    assert "ray_init.num_cpus=16" in fix and "ray_kwargs.ray_init" not in fix
+    assert len(text) < len(first.answer) / 2
+    # The structured answer stays whole: a client that shows fields has everything.
+    assert second.conditions and "ray_init.num_cpus=16" in [o.line for o in second.overrides]
+    # Without the earlier answer in the conversation (nobody saw it), the follow-up is answered in full.
+    whole = ask(diagnoser, user(RAY_CPUS, "I'm on 0.5"))
+    assert whole.followup and "**Why it happens.**" in whole.answer
+
+
+def test_a_follow_up_names_the_condition_its_fact_settles(diagnoser) -> None:
+    question = "TensorDict does not support membership checks with the in keyword, what now?"
+    first = ask(diagnoser, user(question))
+    platform = next(c for c in first.conditions if "arm64" in c.text)
+    assert platform.status == "unknown"
+    msgs = [*user(question), ChatMessage(role="assistant", content=first.answer), *user("and on arm64?")]
+    text = ask(diagnoser, msgs).answer
+    assert "- platform: aarch64 (not given before)" in text
+    assert f"- {platform.text} — now yes (was unknown)" in text
+    assert "**Why it happens.**" not in text
+
+
+def test_a_follow_up_that_changes_nothing_says_so(diagnoser) -> None:
+    first = ask(diagnoser, user(RAY_CPUS, "I'm on 0.5"))
+    msgs = [*user(RAY_CPUS, "I'm on 0.5"), ChatMessage(role="assistant", content=first.answer), *user("ok, and?")]
+    again = ask(diagnoser, msgs)
+    assert again.followup and "Nothing in your last message changes the answer above" in again.answer
+    assert "**Why it happens.**" not in again.answer
+
+
 def test_new_topic_is_not_taken_for_a_follow_up(diagnoser) -> None:
     a = ask(diagnoser, user(RAY_CPUS, "how do I pass a proxy to wandb only, not to the whole job?"))
     assert not a.followup and a.citations[0].id == "wandb-proxy"

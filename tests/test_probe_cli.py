@@ -392,3 +392,63 @@ def test_ask_in_a_terminal_wraps_bullets_instead_of_cutting_them() -> None:
     for bullet in bullets:
         tail = " ".join(bullet.replace("`", "").replace("**", "").split()[-3:])
         assert tail in shown, (tail, shown[-1500:])
+
+
+def test_interactive_ask_wraps_the_answer_and_a_follow_up_says_what_changed() -> None:
+    """The chat (stdin and stdout a 60-column terminal): bullets wrapped, never cut, and the follow-up
+    answer names what the new fact changes instead of printing the entry again."""
+    import fcntl
+    import pty
+    import re
+    import select
+    import struct
+    import termios
+
+    exe = Path(sys.executable).parent / "verl-doctor"
+    cmd = [str(exe)] if exe.exists() else [sys.executable, "-c", "from kb.cli import main; main()"]
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 60, 0, 0))
+    env = {**ENV, "COLUMNS": "60", "TERM": "xterm-256color"}
+    env.pop("NO_COLOR", None)
+    proc = subprocess.Popen(
+        [*cmd, "ask", "--no-llm", "--no-semantic"], stdin=slave, stdout=slave, stderr=slave, cwd=REPO, env=env
+    )
+    os.close(slave)
+    chunks: list[bytes] = []
+
+    def answer_to(line: bytes | None, timeout: float = 120) -> str:
+        """Type ``line`` (None: only wait); what was printed until the next prompt, ANSI removed."""
+        chunks.clear()
+        if line is not None:
+            os.write(master, line + b"\n")
+        deadline = time.monotonic() + timeout
+        while not b"".join(chunks).rstrip(b" ").endswith(b"\n>") and time.monotonic() < deadline:
+            ready, _, _ = select.select([master], [], [], 0.5)
+            if ready:
+                try:
+                    chunks.append(os.read(master, 65536))
+                except OSError:
+                    break
+            elif proc.poll() is not None:
+                break
+        raw = b"".join(chunks).decode("utf-8", "replace")
+        return re.sub(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07]*\x07", "", raw)
+
+    try:
+        answer_to(None)  # the banner and the first prompt
+        first = answer_to(b"Could not override 'ray_init.num_cpus'")
+        second = answer_to(b"I'm on verl 0.5")
+        os.write(master, b"\n")
+        proc.wait(timeout=60)
+    finally:
+        os.close(master)
+        if proc.poll() is None:
+            proc.kill()
+    flat = " ".join(first.split())
+    # The first answer's long bullets end whole (the console's soft wrap used to cut them at 60 columns).
+    assert "so Ray still sizes itself from the whole node." in flat, flat[-2000:]
+    assert "not ray_kwargs.ray_init.timeline_json_file." in flat
+    assert "Why it happens." in first and "Why it happens." not in second
+    follow = " ".join(second.split())
+    assert "What changes with what you added:" in follow and "verl version: 0.5 (not given before)" in follow
+    assert "Fix for verl 0.5:" in follow and "ray_init.num_cpus=16" in follow

@@ -25,6 +25,7 @@ def paragraphs(text: str, limit: int) -> str:
         size += len(para)
     return "\n\n".join(out)
 
+
 def condition_question(entry: Entry, index: int) -> str:
     cond = entry.meta.conditions[index]
     check = cond.check
@@ -117,6 +118,69 @@ def compose(
         out.append("**Similar past issues:**\n" + "\n".join(issue_line(i) for i in similar))
     links = [s for s in entry.meta.sources if s.startswith(("http://", "https://"))][:4]
     out.append(f"Source: [{entry.id}] ({rel_path(entry.path)})" + (" · " + " · ".join(links) if links else ""))
+    return "\n\n".join(out)
+
+
+def fact_changes(before: Facts, now: Facts) -> list[str]:
+    """What ``now`` says that ``before`` did not (or says otherwise), one short phrase each."""
+
+    def changed(name: str, old: str | None, new: str | None) -> list[str]:
+        if new is None or new == old:
+            return []
+        return [f"{name}: {new} " + ("(not given before)" if old is None else f"(was {old})")]
+
+    out = changed("verl version", before.verl_version, now.verl_version)
+    out += changed("platform", before.platform, now.platform)
+    out += changed("GPU", before.gpu, now.gpu)
+    for pkg, version in now.versions.items():
+        if pkg != "verl":
+            out += changed(pkg, before.versions.get(pkg), version)
+    for key, value in now.overrides.items():
+        out += changed(f"`{key}`", before.overrides.get(key), value)
+    out += [f"`{name}` set in the environment" for name in now.env if name not in before.env]
+    return out
+
+
+def compose_followup(
+    entry: Entry,
+    facts: Facts,
+    said: list[str],
+    conditions: list[ConditionResult],
+    before: list[ConditionResult],
+    overrides: list[RenderedOverride],
+    overrides_before: list[RenderedOverride],
+    missing: list[str],
+) -> str:
+    """A follow-up to an answer the user has seen about the same entry: what the new facts change (the
+    conditions they settle, the fix for another release), not the whole entry again."""
+    marks = {"holds": "yes", "fails": "no", "unknown": "unknown"}
+    out = [f"**{entry.title}** [{entry.id}]"]
+    settled = [
+        f"- {c.text} — now {marks[c.status]} (was {marks[b.status]})"
+        for c, b in zip(conditions, before, strict=True)
+        if c.status != b.status
+    ]
+    version = facts.verl_version
+    new_fix = [o.line for o in overrides] != [o.line for o in overrides_before]
+    if not said and not settled and not new_fix:
+        out.append("Nothing in your last message changes the answer above.")
+    else:
+        out.append("What changes with what you added:\n" + "\n".join([f"- {s}" for s in said] + settled))
+        if any(c.status == "fails" for c in conditions):
+            out.append("A condition does not hold for what you described, so this may not be your problem.")
+        if version and entry_excludes(entry, version) and said:
+            out.append(f"Note: this entry covers verl `{entry.meta.verl}`, and you are on {version}.")
+        if new_fix and overrides:
+            head = f"**Fix for verl {version}:**" if version else "**Fix:**"
+            out.append(head + "\n```\n" + "\n".join(o.line for o in overrides) + "\n```")
+        elif new_fix and version and entry.meta.fix.overrides:
+            out.append(f"(this entry has no override line for verl {version})")
+        elif not new_fix:
+            out.append("The fix above stays as it is.")
+    if missing:
+        out.append("**To be sure, tell me** " + "; ".join(missing) + ".")
+    source = f"[{entry.id}] ({rel_path(entry.path)})"
+    out.append(f"The cause and the rest of the fix are in the answer above. Source: {source}")
     return "\n\n".join(out)
 
 

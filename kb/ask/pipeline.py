@@ -6,7 +6,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from kb.ask.compose import compose, compose_abstain, condition_question, version_spread
+from kb.ask.compose import (
+    compose,
+    compose_abstain,
+    compose_followup,
+    condition_question,
+    fact_changes,
+    version_spread,
+)
 from kb.ask.facts import extract_facts, fact_signals, is_followup, is_question_text
 from kb.ask.models import AskAnswer, ChatMessage, Citation, citation
 from kb.ask.prompt import llm_rewrite
@@ -77,6 +84,7 @@ def ask(
     overrides = rendered_overrides(entry, version)
     missing = [condition_question(entry, i) for i, c in enumerate(conditions) if c.status == "unknown"]
     if version is None and version_spread(entry):
+        missing = [q for q in missing if q != "which verl version you run"]  # asked below, with the reason
         missing.insert(0, "which verl version you run (the override lines differ between versions; see the fix)")
     missing = list(dict.fromkeys(missing))[:4]
     close = _runner_up(chosen)
@@ -87,8 +95,28 @@ def ask(
         for m in chosen.matches[1:]
         if m.id not in {c.id for c in citations} and m.confidence >= POSSIBLE_THRESHOLD
     ][:2]
+    if followup and _answered_before(messages, entry.id):
+        # The user has the earlier answer about this entry: say what the last turn changes, not all of it again.
+        facts_before, lines_before = extract_facts(turns[:-1], verl_version)
+        signals_before = fact_signals(facts_before, lines_before, entry)
+        before = [
+            ConditionResult(text=c.text, status=check_condition(c, signals_before, lines_before))
+            for c in entry.meta.conditions
+        ]
+        text = compose_followup(
+            entry,
+            facts,
+            fact_changes(facts_before, facts),
+            conditions,
+            before,
+            overrides,
+            rendered_overrides(entry, facts_before.verl_version),
+            missing,
+        )
+    else:
+        text = compose(entry, best, facts, conditions, overrides, missing, citations[1:] + others, similar, followup)
     answer = AskAnswer(
-        answer=compose(entry, best, facts, conditions, overrides, missing, citations[1:] + others, similar, followup),
+        answer=text,
         citations=citations,
         abstained=False,
         closest=others,
@@ -103,6 +131,17 @@ def ask(
     if llm is not None:
         llm_rewrite(answer, llm, [diagnoser.entries[c.id] for c in citations], messages, turns, facts, conditions)
     return answer
+
+
+def _answered_before(messages: Sequence[ChatMessage], entry_id: str) -> bool:
+    """The assistant's last answer before the last user turn cites ``entry_id`` (so the user has read it)."""
+    seen_last_user = False
+    for m in reversed(messages):
+        if m.role == "user" and m.content.strip() and not seen_last_user:
+            seen_last_user = True
+        elif m.role == "assistant" and seen_last_user:
+            return f"[{entry_id}]" in m.content
+    return False
 
 
 def _answerable(result: Result, question: bool = True) -> Match | None:
