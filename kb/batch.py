@@ -1,4 +1,4 @@
-"""``match --jsonl``: one ``{"id", "input"}`` request a line in, one result (or error) a line out.
+"""``match --jsonl``: one ``{"id", "input", "top"}`` request a line in, one result (or error) a line out.
 
 Lines are read with a bound: a line longer than :data:`MAX_REQUEST_BYTES` is answered with an error and
 skipped in chunks, never held whole. Every answer carries the request's ``id`` when the line had one, and
@@ -22,6 +22,8 @@ if TYPE_CHECKING:
 #: Longest request line read: the input cap of a paste, with room for JSON escaping.
 MAX_REQUEST_BYTES = 2 * MAX_INPUT_BYTES + 64 * 1024
 _SKIP_CHUNK = 1 << 20
+#: The most diagnoses one request may ask for (as POST /v1/diagnose and match --top).
+MAX_TOP = 20
 
 
 def request_lines(stream: BinaryIO, limit: int = MAX_REQUEST_BYTES) -> Iterator[tuple[int, bytes | None]]:
@@ -78,8 +80,12 @@ def answer(
         text = request.get("input")
         if not isinstance(text, str):
             raise ValueError("each line must be a JSON object with a string 'input'")
+        # A line is POST /v1/diagnose's request plus `id`: its own `top` wins over the command's --top.
+        line_top = request.get("top", top)
+        if isinstance(line_top, bool) or not isinstance(line_top, int) or not 1 <= line_top <= MAX_TOP:
+            raise ValueError(f"'top' must be a whole number from 1 to {MAX_TOP}")
         label = f"request {req_id}" if req_id is not None else f"request on line {n}"
-        result = diagnoser.diagnose_input(text, top=top, name=label)
+        result = diagnoser.diagnose_input(text, top=line_top, name=label)
         return BatchResult(**dict(result), id=req_id if req_id is not None else n, line=n)
     except (ValueError, InputError) as exc:
         return BatchError(id=req_id, line=n, error=str(exc))

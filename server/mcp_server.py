@@ -24,7 +24,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceNotFoundError, ToolError
 from mcp.server.mcpserver.resources import FunctionResource
 from mcp_types import ToolAnnotations
-from pydantic import BaseModel, Field
+from pydantic import AliasChoices, BaseModel, Field
 
 from kb import __version__
 from kb.ask import MAX_MESSAGE_CHARS, AskAnswer, ChatMessage, ask
@@ -56,7 +56,9 @@ verl-doctor diagnoses failures of verl (RL post-training for LLMs) from a knowle
 - ask: a question in words (with the user's earlier messages for a follow-up such as "and on 0.5?"); an answer
   that cites the entries it comes from, or an abstention with the closest entries.
 - search_faq / get_entry: browse the knowledge base; entries are also resources at verl-doctor://entries/{id}.
-- check_overrides: check Hydra overrides (or a whole launch command) against a verl release before submitting.
+- check_overrides: check Hydra overrides (a list, or a whole launch command or script as `input`) against a verl
+  release before submitting.
+Every tool names its fields as the HTTP API does: `input` for the user's text, `verl_version` for the release.
 """
 
 _READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
@@ -67,18 +69,34 @@ MAX_TEXT_CHARS = 5_000_000
 #: Most overrides one check_overrides call may carry (items, or tokens taken from the command line).
 MAX_OVERRIDES = 1000
 
-DiagnoseText = Annotated[
+# Every parameter is named as kb/request_fields.py says, the same as on HTTP and the command line. A name a
+# tool took before (diagnose `text`, check_overrides `command_line`, search_faq `k`, get_entry `id`) is still
+# accepted through a validation alias, but not advertised in the schema: clients that list the tools learn
+# the new name, clients that hard-coded the old one keep working.
+DiagnoseInput = Annotated[
     str,
     Field(
         min_length=1,
         max_length=MAX_TEXT_CHARS,
-        description="a traceback, a log excerpt or a question about a verl failure",
+        validation_alias=AliasChoices("input", "text"),
+        description="the user's text: a traceback, a log excerpt or a question about a verl failure",
     ),
 ]
 Top = Annotated[int, Field(ge=1, le=20, description="how many diagnoses to return")]
 Query = Annotated[str, Field(max_length=500, description="words, an error message or an entry id")]
-K = Annotated[int, Field(ge=1, le=50, description="how many entries to return")]
-EntryId = Annotated[str, Field(min_length=1, max_length=200, description="an entry id, e.g. ray-init-num-cpus-renamed")]
+SearchTop = Annotated[
+    int, Field(ge=1, le=50, validation_alias=AliasChoices("top", "k"), description="how many entries to return")
+]
+AskTop = Annotated[int, Field(ge=1, le=10, description="when abstaining: how many closest entries to list")]
+EntryId = Annotated[
+    str,
+    Field(
+        min_length=1,
+        max_length=200,
+        validation_alias=AliasChoices("entry_id", "id"),
+        description="an entry id, e.g. ray-init-num-cpus-renamed",
+    ),
+]
 VerlVersion = Annotated[
     str | None,
     Field(max_length=40, description="verl version to render or check overrides for, e.g. 0.9.1 (default: newest)"),
@@ -90,10 +108,11 @@ OverrideList = Annotated[
         description="Hydra overrides, one per item, e.g. ['ray_init.num_cpus=16', '+trainer.foo=1']",
     ),
 ]
-CommandLine = Annotated[
+CheckInput = Annotated[
     str | None,
     Field(
         max_length=200_000,
+        validation_alias=AliasChoices("input", "command_line"),
         description="a launch command, shell script or .hydra/overrides.yaml text to take the overrides from",
     ),
 ]
@@ -179,11 +198,11 @@ def build_server(diagnoser: Diagnoser, setup: MCPSetup | None = None) -> MCPServ
     )
 
     @server.tool(title="Diagnose a verl failure", annotations=_READ_ONLY)
-    async def diagnose(text: DiagnoseText, top: Top = 3) -> Result:
+    async def diagnose(input: DiagnoseInput, top: Top = 3) -> Result:
         """Diagnose a traceback, a log excerpt or a question: ranked known problems with their cause,
         evidence, conditions and the overrides that fix them. `abstained` is true when nothing matches well."""
         try:
-            given = read_input(io.BytesIO(text.encode("utf-8", "replace")), "input")
+            given = read_input(io.BytesIO(input.encode("utf-8", "replace")), "input")
         except InputError as exc:
             raise ToolError(str(exc)) from None
 
@@ -214,7 +233,9 @@ def build_server(diagnoser: Diagnoser, setup: MCPSetup | None = None) -> MCPServ
         return await anyio.to_thread.run_sync(run)
 
     @server.tool(name="ask", title="Ask about verl", annotations=_READ_ONLY)
-    async def ask_tool(question: Question, earlier: Earlier = None, verl_version: VerlVersion = None) -> AskAnswer:
+    async def ask_tool(
+        question: Question, earlier: Earlier = None, verl_version: VerlVersion = None, top: AskTop = 3
+    ) -> AskAnswer:
         """Answer a question in words from the knowledge base: the cause, the conditions (and the facts it
         cannot see), the overrides for the verl version, how to check the fix, citing entry ids; or
         `abstained` with the closest entries. An LLM writes the answer when $VERL_DOCTOR_LLM_URL is set,
@@ -225,7 +246,7 @@ def build_server(diagnoser: Diagnoser, setup: MCPSetup | None = None) -> MCPServ
 
         def run() -> AskAnswer:
             ready()
-            return ask(diagnoser, messages, verl_version=verl_version, llm=LLMClient.from_env())
+            return ask(diagnoser, messages, verl_version=verl_version, top=top, llm=LLMClient.from_env())
 
         try:
             return await anyio.to_thread.run_sync(run)
@@ -233,22 +254,22 @@ def build_server(diagnoser: Diagnoser, setup: MCPSetup | None = None) -> MCPServ
             raise ToolError(f"verl_version: {exc}") from None
 
     @server.tool(title="Search the verl FAQ", annotations=_READ_ONLY)
-    async def search_faq(query: Query, k: K = 10) -> list[SearchHit]:
+    async def search_faq(query: Query, top: SearchTop = 10) -> list[SearchHit]:
         """Search the knowledge base (semantic and lexical, exact id/title hits first)."""
 
         def run() -> list[SearchHit]:
             ready()
-            return search_entries(diagnoser, query, k)
+            return search_entries(diagnoser, query, top)
 
         return await anyio.to_thread.run_sync(run)
 
     @server.tool(title="Get a FAQ entry", annotations=_READ_ONLY)
-    async def get_entry(id: EntryId, verl_version: VerlVersion = None) -> EntryDetail:
+    async def get_entry(entry_id: EntryId, verl_version: VerlVersion = None) -> EntryDetail:
         """One knowledge-base entry in full: symptoms, conditions, cause, fix, and its overrides rendered
         for a verl version (every version range when none is given)."""
-        entry = diagnoser.entries.get(id)
+        entry = diagnoser.entries.get(entry_id)
         if entry is None:
-            raise ToolError(_no_such_entry(diagnoser, id))
+            raise ToolError(_no_such_entry(diagnoser, entry_id))
         if verl_version is not None:
             try:
                 parse_version(verl_version)
@@ -257,13 +278,15 @@ def build_server(diagnoser: Diagnoser, setup: MCPSetup | None = None) -> MCPServ
         return entry_detail(entry, verl_version)
 
     async def check_overrides_tool(
-        overrides: OverrideList = None, command_line: CommandLine = None, verl_version: VerlVersion = None
+        overrides: OverrideList = None,
+        input: CheckInput = None,
+        verl_version: VerlVersion = None,
     ) -> OverrideReport:
         """Check Hydra overrides against a verl release before submitting a job: each one is fine, needs '+',
         must drop '+', is unknown (with a suggestion, e.g. a renamed key), or is accepted but ignored."""
-        texts = await anyio.to_thread.run_sync(_override_texts, overrides, command_line)
+        texts = await anyio.to_thread.run_sync(_override_texts, overrides, input)
         if not texts:
-            raise ToolError("no overrides given: pass `overrides` (a list) or `command_line`")
+            raise ToolError("no overrides given: pass `overrides` (a list) or `input` (a launch command or script)")
         if len(texts) > MAX_OVERRIDES:
             raise ToolError(f"{len(texts)} overrides given; at most {MAX_OVERRIDES} are checked in one call")
         try:

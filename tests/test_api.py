@@ -82,7 +82,7 @@ def test_entries_and_search(api: str) -> None:
     assert set(one["sections"]) == {"What you see", "Why it happens", "Fix", "Check that it worked"}
     missing = httpx.get(f"{api}/v1/entries/no-such-entry")
     assert missing.status_code == 404 and missing.headers["content-type"].startswith("application/problem+json")
-    hits = httpx.get(f"{api}/v1/search", params={"q": "grad norm keeps rising"}).json()
+    hits = httpx.get(f"{api}/v1/search", params={"query": "grad norm keeps rising"}).json()
     assert hits and hits[0]["score"] >= hits[-1]["score"]
     bad_version = httpx.get(f"{api}/v1/entries/ray-worker-register-raylet", params={"verl_version": "banana"})
     assert bad_version.status_code == 422 and "not a version number" in bad_version.json()["detail"]

@@ -79,10 +79,10 @@ async def _stdio_conversation(root: Path, errlog: Any) -> dict[str, Any]:
     with anyio.fail_after(120):
         async with Client(stdio_client(params, errlog=errlog)) as client:
             out["tools"] = {t.name: t for t in (await client.list_tools()).tools}
-            out["diagnose"] = await client.call_tool("diagnose", {"text": FAILURE_LOG.read_text(), "top": 3})
-            out["get_entry"] = await client.call_tool("get_entry", {"id": TOP_ENTRY, "verl_version": "0.9.1"})
-            out["get_entry_missing"] = await client.call_tool("get_entry", {"id": "ray-init-num-cpus-renamd"})
-            out["search_faq"] = await client.call_tool("search_faq", {"query": "ray_init num_cpus", "k": 5})
+            out["diagnose"] = await client.call_tool("diagnose", {"input": FAILURE_LOG.read_text(), "top": 3})
+            out["get_entry"] = await client.call_tool("get_entry", {"entry_id": TOP_ENTRY, "verl_version": "0.9.1"})
+            out["get_entry_missing"] = await client.call_tool("get_entry", {"entry_id": "ray-init-num-cpus-renamd"})
+            out["search_faq"] = await client.call_tool("search_faq", {"query": "ray_init num_cpus", "top": 5})
             out["ask"] = await client.call_tool(
                 "ask",
                 {
@@ -99,7 +99,7 @@ async def _stdio_conversation(root: Path, errlog: Any) -> dict[str, Any]:
             out["check_cmdline"] = await client.call_tool(
                 "check_overrides",
                 {
-                    "command_line": "python3 -m verl.trainer.main_ppo ray_init.num_cpus=16 trainer.nnodes=1",
+                    "input": "python3 -m verl.trainer.main_ppo ray_init.num_cpus=16 trainer.nnodes=1",
                     "verl_version": "0.9.1",
                 },
             )
@@ -132,7 +132,7 @@ def test_stdio_lists_the_tools_with_output_schemas(stdio: dict[str, Any]) -> Non
     assert set(tools["diagnose"].output_schema["properties"]) == set(Result.model_fields)
     assert set(tools["get_entry"].output_schema["properties"]) == set(EntryDetail.model_fields)
     assert set(tools["check_overrides"].output_schema["properties"]) == set(OverrideReport.model_fields)
-    assert {"text", "top"} <= set(tools["diagnose"].input_schema["properties"])
+    assert {"input", "top"} <= set(tools["diagnose"].input_schema["properties"])
     assert set(tools["scan"].output_schema["properties"]) == set(ScanReport.model_fields)
 
 
@@ -230,7 +230,12 @@ def test_stdio_stdout_carries_only_protocol(scan_root: Path) -> None:
             },
         },
         {"jsonrpc": "2.0", "method": "notifications/initialized"},
-        {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "diagnose", "arguments": {"text": "x"}}},
+        {
+            "jsonrpc": "2.0",
+            "id": 2,
+            "method": "tools/call",
+            "params": {"name": "diagnose", "arguments": {"input": "x"}},
+        },
     ]
     proc = subprocess.Popen(
         [_cli(), "mcp", "--no-semantic", "--scan-root", str(scan_root)],
@@ -281,7 +286,7 @@ async def _http_calls(base: str, mode: str) -> dict[str, Any]:
             async with Client(transport, mode=mode) as client:
                 out["protocol"] = client.protocol_version
                 out["tools"] = {t.name for t in (await client.list_tools()).tools}
-                out["diagnose"] = await client.call_tool("diagnose", {"text": FAILURE_LOG.read_text()})
+                out["diagnose"] = await client.call_tool("diagnose", {"input": FAILURE_LOG.read_text()})
                 out["scan_outside"] = await client.call_tool("scan", {"path": "../elsewhere/secret.log"})
                 out["scan_inside"] = await client.call_tool("scan", {"path": "job1"})
                 out["read"] = await client.read_resource(f"verl-doctor://entries/{TOP_ENTRY}")

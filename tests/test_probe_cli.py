@@ -291,7 +291,7 @@ def test_semantic_runs_keep_library_noise_off_stderr(tmp_path: Path) -> None:
 
     log = tmp_path / "serve.log"
     with serve_process([], log, dict(ENV), wait=300) as base:
-        assert httpx.get(f"{base}/v1/search", params={"q": "wandb proxy"}, timeout=120).status_code == 200
+        assert httpx.get(f"{base}/v1/search", params={"query": "wandb proxy"}, timeout=120).status_code == 200
     served = log.read_text()
     assert not any(n in served for n in NOISE), served[-2000:]
 
@@ -300,7 +300,7 @@ def test_semantic_runs_keep_library_noise_off_stderr(tmp_path: Path) -> None:
         params = StdioServerParameters(command=str(exe), args=["mcp"], cwd=str(REPO), env=dict(ENV))
         with anyio.fail_after(300):
             async with Client(stdio_client(params, errlog=errlog)) as client:
-                result = await client.call_tool("search_faq", {"query": "wandb proxy", "k": 3})
+                result = await client.call_tool("search_faq", {"query": "wandb proxy", "top": 3})
                 assert not result.is_error
 
     errors = tmp_path / "mcp.err"

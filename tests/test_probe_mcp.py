@@ -46,7 +46,7 @@ async def _conversation(root: Path, errlog: Any) -> dict[str, Any]:
             out["many_seconds"] = time.monotonic() - t0
             t0 = time.monotonic()
             line = "python3 -m verl.trainer.main_ppo " + " ".join(f"trainer.x{i}=1" for i in range(5000))
-            out["long_line"] = await client.call_tool("check_overrides", {"command_line": line})
+            out["long_line"] = await client.call_tool("check_overrides", {"input": line})
             out["long_line_seconds"] = time.monotonic() - t0
             out["few"] = await client.call_tool("check_overrides", {"overrides": ["trainer.nnodes=1"] * 10})
     return out

@@ -1,9 +1,10 @@
-"""The README's command table is the click help's: regenerate it with ``python scripts/update_readme.py``."""
+"""The README's command table is the click help's, its request-field table kb/request_fields.py's:
+regenerate them with ``python scripts/update_readme.py``."""
 
 from __future__ import annotations
 
 from kb.cli import main
-from kb.cli.reference import command_table, readme_table, replace_table
+from kb.cli.reference import FIELDS_END, FIELDS_START, command_table, readme_table, replace_table, request_table
 from tests.conftest import REPO
 
 
@@ -20,6 +21,14 @@ def test_the_table_has_every_command_and_drift_is_seen() -> None:
     drifted = replace_table(readme, table.replace("Forget every imported archive.", "Forget nothing."))
     assert readme_table(drifted) != table
     assert replace_table(drifted, table) == readme
+
+
+def test_the_request_field_table_is_the_code_s() -> None:
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    table = request_table(main)
+    assert readme_table(readme, FIELDS_START, FIELDS_END) == table, "README drifted: run scripts/update_readme.py"
+    for cell in ("| `input` |", "`POST /v1/diagnose`", "`match [FILE\\|-]`", "`ask --verl-version`", "`text` (MCP"):
+        assert cell in table, cell
 
 
 def test_the_docs_name_the_span_of_known_releases() -> None:

@@ -210,7 +210,7 @@ def test_token_flow_cookie_then_pages_and_api(lexical: Diagnoser) -> None:
         assert cookie.startswith(f"{TOKEN_COOKIE}=s3cret") and "httponly" in cookie and "samesite=strict" in cookie
 
         assert c.get("/", headers=HTML).status_code == 200  # the cookie now rides along
-        assert c.get("/v1/search?q=ray").status_code == 200  # and the page's own API calls use it too
+        assert c.get("/v1/search?query=ray").status_code == 200  # and the page's own API calls use it too
         c.cookies.clear()
         assert c.get("/", headers=HTML).status_code == 401
         bearer = c.get("/?format=json", headers={"authorization": "Bearer s3cret"})
@@ -345,7 +345,7 @@ def test_browser_paste_box_shows_the_diagnosis_with_evidence(live_server: str, b
         page.click("form[data-diagnose] button[type=submit]")
         first = page.locator("#diagnosis article.match").first
         expect(first).to_be_visible()
-        assert page.url == f"{live_server}/"  # answered by /v1/diagnose, no page load
+        expect(page).to_have_url(re.compile(re.escape(f"{live_server}/#diagnose=")))  # no page load: /v1/diagnose
         expect(first.locator(".match-title")).to_have_text(re.compile("ray_init.num_cpus was renamed"))
         expect(first.locator(".verdict")).to_have_text("match")
         evidence = first.locator(".ev").first
@@ -440,5 +440,179 @@ def test_browser_api_docs_work_offline(live_server: str, browser: Any) -> None:
             timeout=30_000
         )
         assert outside == [], outside
+    finally:
+        context.close()
+
+
+# --------------------------------------------------------------------------- issue 13 item 21
+
+OVERLONG = REPO / "tests" / "eval" / "verl_runs" / "data_all_prompts_overlong" / "output.log"
+OFF_TOPIC = "how do I bake sourdough bread at home?"
+MARKUP = "\n</textarea><img src=x onerror=alert(1)><script>alert(2)</script> & \u00e9\u4e2d\n"
+
+
+def _decode_permalink(href: str) -> str:
+    import base64
+    import zlib
+
+    payload = href.split("#diagnose=", 1)[1]
+    kind, _, data = payload.partition(".")
+    raw = base64.urlsafe_b64decode(data + "=" * (-len(data) % 4))
+    return (zlib.decompress(raw, wbits=-15) if kind == "z" else raw).decode("utf-8")
+
+
+def test_search_says_when_nothing_matched(client: TestClient) -> None:
+    page = client.get("/search", params={"q": OFF_TOPIC}, headers=HTML).text
+    assert "No entry matches" in page and 'class="hit"' not in page
+    assert client.get("/search", params={"q": OFF_TOPIC, "format": "json"}).json()["hits"] == []
+    assert client.get("/v1/search", params={"query": OFF_TOPIC}).json() == []
+    assert client.get("/v1/search", params={"query": "ray_init num_cpus"}).json()  # on-topic still finds
+
+
+def test_search_with_the_real_model_says_when_nothing_matched(diagnoser: Any) -> None:
+    """The nearest neighbours of an off-topic query are strangers: the search lists none of them."""
+    from kb.search import search_entries
+
+    for query in (OFF_TOPIC, "qqqzzzxxx", "how do I center a div in css"):
+        assert search_entries(diagnoser, query, 10) == [], query
+    assert RENAMED in [h.id for h in search_entries(diagnoser, "how do I set num_cpus for ray in verl?", 10)]
+    assert search_entries(diagnoser, "NCCL timeout", 10)
+
+
+def test_signal_chips_are_not_repeated(client: TestClient) -> None:
+    result = client.post("/diagnose", data={"input": OVERLONG.read_text()}, headers=JSON).json()
+    assert result["signals"]["exceptions"].count("ValueError") > 1  # the chain names it more than once
+    page = client.post("/diagnose", data={"input": OVERLONG.read_text()}, headers=HTML).text
+    chips = re.findall(r'<span class="pill">([^<]*)</span>', page.split('<p class="signals">', 1)[1].split("</p>")[0])
+    assert chips and len(chips) == len(set(chips)), chips
+
+
+def test_unknown_entry_ids_suggest_the_closest(client: TestClient) -> None:
+    api = client.get("/v1/entries/ray-init-num-cpus")
+    assert api.status_code == 404 and f"did you mean {RENAMED}" in api.json()["detail"]
+    page = client.get("/entries/ray-init-num-cpus", headers=HTML)
+    assert page.status_code == 404 and f'href="/entries/{RENAMED}"' in page.text
+    evil = client.get("/entries/%3Cscript%3Ealert(1)%3C%2Fscript%3E", headers=HTML)
+    assert evil.status_code == 404 and "<script>alert(1)</script>" not in evil.text
+
+
+def test_the_diagnosis_page_carries_a_permalink(client: TestClient) -> None:
+    text = REAL_FAILURE.read_text() + MARKUP
+    page = client.post("/diagnose", data={"input": text}, headers=HTML).text
+    found = re.search(r'<a class="permalink" href="([^"]+)"', page)
+    assert found is not None
+    href = found.group(1).replace("&amp;", "&")
+    assert href.startswith("/#diagnose=z.") and _decode_permalink(href) == text
+    # Text that does not fit a URL gets no link, and the page says why.
+    noise = "".join(f"{i:x} {i * 7919 % 104729:x}\n" for i in range(40_000))
+    long_page = client.post("/diagnose", data={"input": noise}, headers=HTML).text
+    assert 'class="permalink"' not in long_page and "too long for a permalink" in long_page
+    # app.js writes and reads links under the same limit as server/web/permalink.py.
+    from server.web import permalink
+
+    script = (REPO / "server" / "web" / "static" / "app.js").read_text(encoding="utf-8")
+    assert re.search(r"const MAX_LINK = (\d+);", script).group(1) == str(permalink.MAX_PERMALINK)  # type: ignore[union-attr]
+
+
+def test_browser_search_says_when_nothing_matched(live_server: str, browser: Any) -> None:
+    from playwright.sync_api import expect
+
+    context = browser.new_context()
+    page = context.new_page()
+    problems = _watch(page)
+    try:
+        page.goto(f"{live_server}/")
+        page.locator("#q").press_sequentially("ray_init num_cpus", delay=10)
+        expect(page.locator("#search-results .hit").first).to_be_visible()
+        page.locator("#q").fill("")
+        page.locator("#q").press_sequentially(OFF_TOPIC, delay=10)
+        expect(page.locator("#search-results .empty")).to_contain_text("No entry matches")
+        expect(page.locator("#search-results .empty q")).to_have_text(OFF_TOPIC)
+        expect(page.locator("#search-results .hit")).to_have_count(0)
+        assert not problems, problems
+    finally:
+        context.close()
+
+
+def test_browser_permalink_diagnoses_the_same_text_again(live_server: str, browser: Any, artifacts: Path) -> None:
+    from playwright.sync_api import expect
+
+    text = REAL_FAILURE.read_text() + MARKUP
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    problems = _watch(page)
+    dialogs: list[str] = []
+    page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+    try:
+        page.goto(f"{live_server}/")
+        page.fill("textarea[name=input]", text)
+        page.click("form[data-diagnose] button[type=submit]")
+        link = page.locator("#diagnosis a.permalink")
+        expect(link).to_be_visible()
+        href = link.get_attribute("href")
+        assert href is not None and href.startswith(f"{live_server}/#diagnose=z.")
+        expect(page).to_have_url(href)  # the address bar is the permalink too
+        assert _decode_permalink(href) == text  # the format server/web/permalink.py writes and reads
+        first_title = page.locator("#diagnosis article.match .match-title").first.text_content()
+
+        other = context.new_page()
+        other.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+        other.goto(href)
+        expect(other.locator("#diagnosis article.match").first).to_be_visible()
+        assert other.locator("textarea[name=input]").input_value() == text  # the text, as a value
+        assert other.locator("#diagnosis .match-title").first.text_content() == first_title
+        assert other.locator("img").count() == 0 and dialogs == []
+        chips = other.locator("#diagnosis .signals .pill").all_text_contents()
+        assert len(chips) == len(set(chips)), chips
+        other.screenshot(path=str(artifacts / "permalink.png"))
+
+        # The page the JavaScript-off form returns links to the same place.
+        from server.web import permalink
+
+        server_href = permalink.href(live_server, text)
+        assert server_href is not None
+        other.goto("about:blank")
+        other.goto(server_href)
+        expect(other.locator("#diagnosis article.match").first).to_be_visible()
+        assert other.locator("textarea[name=input]").input_value() == text
+
+        # A damaged link, and a small link that would inflate to far more text than any paste: refused, said.
+        import base64
+        import zlib
+
+        packer = zlib.compressobj(9, zlib.DEFLATED, -15)
+        bomb = packer.compress(b"a" * (16 << 20)) + packer.flush()  # 16 MB of text in a link of ~22,000 characters
+        payload = base64.urlsafe_b64encode(bomb).decode().rstrip("=")
+        assert len(payload) < permalink.MAX_PERMALINK
+        too_long = "u." + "A" * (permalink.MAX_PERMALINK + 10)
+        reasons = {
+            "z.!!notbase64": "not base64url",
+            f"z.{payload}": "MB of text",
+            too_long: "at most",
+            "x.AAAA": "format",
+        }
+        for bad, reason in reasons.items():
+            other.goto("about:blank")
+            other.goto(f"{live_server}/#diagnose={bad}")
+            expect(other.locator("#diagnosis .alert")).to_contain_text("This permalink cannot be read")
+            expect(other.locator("#diagnosis .alert")).to_contain_text(reason)
+            assert other.locator("textarea[name=input]").input_value() == ""
+        assert not problems, problems
+    finally:
+        context.close()
+
+
+def test_browser_chips_are_not_repeated(live_server: str, browser: Any) -> None:
+    from playwright.sync_api import expect
+
+    context = browser.new_context()
+    page = context.new_page()
+    try:
+        page.goto(f"{live_server}/")
+        page.fill("textarea[name=input]", OVERLONG.read_text())
+        page.click("form[data-diagnose] button[type=submit]")
+        expect(page.locator("#diagnosis .signals .pill").first).to_be_visible()
+        chips = page.locator("#diagnosis .signals .pill").all_text_contents()
+        assert "ValueError" in chips and len(chips) == len(set(chips)), chips
     finally:
         context.close()

@@ -61,7 +61,20 @@ def _print_answer(answer: AskAnswer) -> None:
     metavar="FILE",
     help="A conversation as JSON: a list of {role, content} messages ('-' for stdin). Follow-ups use earlier turns.",
 )
+@click.option(
+    "--earlier",
+    multiple=True,
+    metavar="TEXT",
+    help="An earlier message of yours, for a follow-up (repeatable, oldest first); as `earlier` on HTTP and MCP.",
+)
 @click.option("--verl-version", metavar="V", help="Render the overrides for this verl version.")
+@click.option(
+    "--top",
+    default=3,
+    show_default=True,
+    type=click.IntRange(1, 10),
+    help="When nothing fits: how many closest entries to list.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the answer as JSON (answer, citations, abstained, ...).")
 @click.option("--no-llm", is_flag=True, help="Never use the LLM at $VERL_DOCTOR_LLM_URL; answer extractively.")
 @corpus_option
@@ -69,7 +82,9 @@ def _print_answer(answer: AskAnswer) -> None:
 def ask_cmd(
     question: tuple[str, ...],
     messages_path: str | None,
+    earlier: tuple[str, ...],
     verl_version: str | None,
+    top: int,
     as_json: bool,
     no_llm: bool,
     corpus_path: str | None,
@@ -82,6 +97,7 @@ def ask_cmd(
     verl-doctor ask --verl-version 0.5.0 "how do I set num_cpus for ray?"
     verl-doctor ask - < error.log                  # a traceback on stdin
     verl-doctor ask --messages chat.json --json    # a conversation; the last user turn is answered
+    verl-doctor ask --earlier "$(cat error.log)" "and on verl 0.5?"   # a follow-up
     verl-doctor ask                                # in a terminal: a chat, follow-ups use earlier turns
 
     With $VERL_DOCTOR_LLM_URL set (an OpenAI-compatible server) an LLM writes the answer from the retrieved
@@ -101,12 +117,15 @@ def ask_cmd(
     messages: list[ChatMessage] = []
     if messages_path:
         messages = _read_messages(messages_path)
+    messages += [ChatMessage(role="user", content=turn) for turn in earlier if turn.strip()]
     text = " ".join(question).strip()
     if text == "-":
         try:
             text = read_input(sys.stdin.buffer, "stdin").text
         except InputError as exc:
             fail(str(exc))
+    if earlier and not text:
+        fail("--earlier needs a QUESTION that follows up on it")
     if text:
         messages.append(ChatMessage(role="user", content=text))
     if not no_semantic and (not messages or common.likely_semantic(messages[-1].content)):
@@ -119,7 +138,7 @@ def ask_cmd(
         _chat(diagnoser, verl_version, llm)
         return
     try:
-        answer = ask(diagnoser, messages, verl_version=verl_version, llm=llm)
+        answer = ask(diagnoser, messages, verl_version=verl_version, top=top, llm=llm)
     except ValueError as exc:
         fail(str(exc))
     if as_json:

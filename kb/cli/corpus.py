@@ -1,4 +1,4 @@
-"""``verl-doctor corpus validate|list|show|patterns``: inspect and validate the knowledge base."""
+"""``verl-doctor corpus validate|list|show|search|patterns``: inspect and validate the knowledge base."""
 
 from __future__ import annotations
 
@@ -102,15 +102,17 @@ def corpus_show(entry_id: str, corpus_path: str | None, verl_version: str | None
 @corpus_group.command("search")
 @click.argument("query")
 @corpus_option
-@click.option("-k", "k", default=10, show_default=True, type=click.IntRange(1, 50), help="How many entries.")
+@click.option(
+    "--top", "-k", "top", default=10, show_default=True, type=click.IntRange(1, 50), help="How many entries."
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the hits as JSON.")
 @click.option("--no-semantic", is_flag=True, help="Lexical only: never load the embedding model.")
-def corpus_search(query: str, corpus_path: str | None, k: int, as_json: bool, no_semantic: bool) -> None:
+def corpus_search(query: str, corpus_path: str | None, top: int, as_json: bool, no_semantic: bool) -> None:
     """Search the entries (semantic and lexical, as the FAQ page does); exit 1 when nothing matches."""
     from kb.cli import common
     from kb.render_text import render_hits
 
-    found = render_hits(common.build_diagnoser(corpus_path, semantic=not no_semantic), query, k, as_json)
+    found = render_hits(common.build_diagnoser(corpus_path, semantic=not no_semantic), query, top, as_json)
     sys.exit(EXIT_OK if found else EXIT_FINDINGS)
 
 

@@ -20,7 +20,9 @@ if TYPE_CHECKING:
 @corpus_option
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON (the schema every surface uses).")
 @click.option(
-    "--jsonl", is_flag=True, help='Batch mode: one {"id", "input"} request a line on stdin, one result a line out.'
+    "--jsonl",
+    is_flag=True,
+    help='Batch mode: one {"id", "input", "top"} request a line on stdin (top optional), one result a line out.',
 )
 @click.option("--top", default=3, show_default=True, type=click.IntRange(1, 20), help="How many diagnoses to show.")
 @click.option("--no-semantic", is_flag=True, help="Rules only: never load the embedding model.")

@@ -30,6 +30,16 @@ def mcp_cmd(corpus_path: str | None, scan_roots: tuple[str, ...], no_semantic: b
     as resources over stdio.
 
     \b
+    Tools (parameters as on the HTTP API; see the README's request fields):
+      diagnose         input, top: a traceback, log excerpt or question -> ranked known problems and fixes
+      ask              question, earlier, verl_version, top: an answer in words citing the entries
+      scan             path: a job directory inside a --scan-root -> incidents across ranks
+      search_faq       query, top: entries by words, an error message or an id
+      get_entry        entry_id, verl_version: one entry, its overrides for a verl release
+      check_overrides  overrides, input, verl_version: Hydra overrides checked before submitting
+    Resources: verl-doctor://entries (the index) and verl-doctor://entries/{id} (an entry's Markdown).
+
+    \b
     claude mcp add verl-doctor -- verl-doctor mcp --scan-root ~/jobs
     {"mcpServers": {"verl-doctor": {"command": "verl-doctor", "args": ["mcp"]}}}
 

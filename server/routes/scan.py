@@ -8,19 +8,16 @@ from pathlib import Path
 from typing import Any
 
 from fastapi import APIRouter, HTTPException, Request
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import ValidationError
 from starlette.concurrency import run_in_threadpool
 
 from kb.scan import ScanReport, scan_paths
 from server.deps import Auth, DiagnoserDep, SettingsDep
 from server.problems import problem_responses
 from server.safety import Refused, confine, extract_job_archive
+from server.schemas import ScanRequest
 
 router = APIRouter(prefix="/v1", tags=["scan"], dependencies=[Auth])
-
-
-class ScanRequest(BaseModel):
-    path: str = Field(min_length=1, max_length=4096, description="a job directory (or file) inside a --scan-root")
 
 
 _BODY = {

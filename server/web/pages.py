@@ -19,10 +19,12 @@ from kb.entry_detail import entry_detail, entry_summary
 from kb.inputs import InputError
 from kb.result import RenderedOverride, Result
 from kb.search import search_entries
+from kb.suggest import closest_ids
 from kb.versions import KNOWN_RELEASES, VersionError, parse_version
 from server.deps import TOKEN_COOKIE, DiagnoserDep, get_settings
 from server.problems import problem_response
 from server.settings import ServerSettings
+from server.web import permalink
 from server.web.models import AreaGroup, EntryPage, FaqIndex, SearchPage
 from server.web.render import STATIC, html, page, root_of, wants_json
 
@@ -35,9 +37,12 @@ DIAGNOSE_TOP = 5
 class PageError(Exception):
     """An error on a page: an HTML page for browsers, a JSON problem document for JSON clients."""
 
-    def __init__(self, status: int, title: str, detail: str | None = None) -> None:
+    def __init__(
+        self, status: int, title: str, detail: str | None = None, suggestions: list[str] | None = None
+    ) -> None:
         super().__init__(detail or title)
         self.status, self.title, self.detail = status, title, detail
+        self.suggestions = suggestions or []  # entry ids the error page links to ("did you mean")
 
 
 class _TokenAccepted(Exception):
@@ -137,7 +142,9 @@ async def diagnose(request: Request, diagnoser: DiagnoserDep) -> Response:
         )
     if wants_json(request):
         return JSONResponse(result.model_dump(mode="json"), headers={"Vary": "Accept"})
-    return html(request, "diagnose.html", title="Diagnosis · verl-doctor", pasted=text, result=result, error=None)
+    link = permalink.href(root_of(request), text)
+    title = "Diagnosis · verl-doctor"
+    return html(request, "diagnose.html", title=title, pasted=text, result=result, error=None, permalink=link)
 
 
 def _override_groups(overrides: list[RenderedOverride], version: str | None) -> list[tuple[str, list[str]]]:
@@ -167,7 +174,8 @@ def _notes(entry: Entry) -> dict[str, str]:
 async def entry_page(request: Request, entry_id: str, diagnoser: DiagnoserDep, verl: str = "") -> Response:
     entry = diagnoser.entries.get(entry_id)
     if entry is None:
-        raise PageError(404, "Not found", f"There is no entry '{entry_id[:100]}'.")
+        close = closest_ids(entry_id[:200], diagnoser.entries)
+        raise PageError(404, "Not found", f"There is no entry '{entry_id[:100]}'.", close)
     version = verl.strip() or None
     if version is not None:
         try:

@@ -81,10 +81,19 @@ def check_text(check: BaseModel | dict[str, Any] | None) -> str:
     return ", ".join(f"{k}: {v}" for k, v in check.items())
 
 
+def signal_chips(signals: Any) -> list[str]:
+    """The chips above a diagnosis: exceptions, Hydra errors and versions, each once, in order (an exception
+    chain names the same type at every level, and a chip per level said nothing new)."""
+    chips = [*signals.exceptions, *signals.hydra_errors, *(f"{k} {v}" for k, v in signals.versions.items())]
+    return list(dict.fromkeys(chips))
+
+
 _env.filters["markdown"] = markdown
 _env.filters["inline"] = markdown_inline
 _env.filters["add_export"] = lambda line: f"export {line}"
-_env.globals.update(is_url=is_url, highlight=highlight, check_text=check_text, version=__version__)
+_env.globals.update(
+    is_url=is_url, highlight=highlight, check_text=check_text, signal_chips=signal_chips, version=__version__
+)
 
 
 def wants_json(request: Request) -> bool:

@@ -68,7 +68,7 @@
       controller = new AbortController();
       out.setAttribute("aria-busy", "true");
       try {
-        const hits = await getJSON(`${root}/v1/search?k=10&q=${encodeURIComponent(q)}`, { signal: controller.signal });
+        const hits = await getJSON(`${root}/v1/search?top=10&query=${encodeURIComponent(q)}`, { signal: controller.signal });
         if (q === input.value.trim()) render(q, hits);
       } catch (err) {
         if (err.name === "AbortError") return;
@@ -152,7 +152,8 @@
   function renderResult(out, result) {
     const n = result.matches.length;
     const s = result.signals;
-    const pills = [...s.exceptions, ...s.hydra_errors, ...Object.entries(s.versions).map(([k, v]) => `${k} ${v}`)];
+    /* Each chip once: an exception chain names the same type at every level. */
+    const pills = [...new Set([...s.exceptions, ...s.hydra_errors, ...Object.entries(s.versions).map(([k, v]) => `${k} ${v}`)])];
     out.replaceChildren(...[
       h("h2", {}, "Diagnosis"),
       h("p", { class: "summary" },
@@ -164,14 +165,83 @@
     ].flat().filter(Boolean));
   }
 
+  /* ---------------------------------------------------------------- permalinks */
+  /* A diagnosis's permalink carries the pasted text itself in the URL's fragment (#diagnose=z.<base64url of
+     the raw-DEFLATEd UTF-8>): no server state, and the fragment never reaches a server or its logs. Opening
+     the link puts the text back in the paste box (as a value, never as markup) and diagnoses it again.
+     server/web/permalink.py writes the same format; MAX_LINK is its MAX_PERMALINK. */
+  const LINK_KEY = "diagnose";
+  const MAX_LINK = 32000;          /* characters of payload: longer links break in chat tools and trackers */
+  const MAX_TEXT_BYTES = 4 << 20;  /* what a link may inflate to: a few KB of link must not become GBs */
+
+  const b64url = (bytes) => {
+    let bin = "";
+    for (let i = 0; i < bytes.length; i += 0x8000) bin += String.fromCharCode.apply(null, bytes.subarray(i, i + 0x8000));
+    return btoa(bin).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+  };
+  const unb64url = (text) => {
+    const bin = atob(text.replace(/-/g, "+").replace(/_/g, "/") + "=".repeat((4 - (text.length % 4)) % 4));
+    return Uint8Array.from(bin, (c) => c.charCodeAt(0));
+  };
+
+  async function readCapped(stream) {
+    const reader = stream.getReader();
+    const parts = [];
+    let total = 0;
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      total += value.length;
+      if (total > MAX_TEXT_BYTES) { reader.cancel(); throw new Error(`it holds more than ${MAX_TEXT_BYTES >> 20} MB of text`); }
+      parts.push(value);
+    }
+    const out = new Uint8Array(total);
+    let at = 0;
+    for (const p of parts) { out.set(p, at); at += p.length; }
+    return out;
+  }
+
+  async function encodeLink(text) {
+    const bytes = new TextEncoder().encode(text);
+    if (typeof CompressionStream === "undefined") return `u.${b64url(bytes)}`;
+    const packed = await readCapped(new Blob([bytes]).stream().pipeThrough(new CompressionStream("deflate-raw")));
+    return `z.${b64url(packed)}`;
+  }
+
+  async function decodeLink(payload) {
+    if (payload.length > MAX_LINK) throw new Error(`it is ${payload.length} characters long; at most ${MAX_LINK} are read`);
+    const [kind, data] = [payload.slice(0, 2), payload.slice(2)];
+    if (!/^[A-Za-z0-9_-]*$/.test(data)) throw new Error("it is not base64url");
+    let bytes = unb64url(data);
+    if (kind === "z.") bytes = await readCapped(new Blob([bytes]).stream().pipeThrough(new DecompressionStream("deflate-raw")));
+    else if (kind !== "u.") throw new Error("its format is unknown");
+    if (bytes.length > MAX_TEXT_BYTES) throw new Error(`it holds more than ${MAX_TEXT_BYTES >> 20} MB of text`);
+    return new TextDecoder("utf-8", { fatal: true }).decode(bytes);
+  }
+
+  const linkPayload = () => {
+    const m = /^#diagnose=(.*)$/s.exec(location.hash);
+    return m ? m[1] : null;
+  };
+
+  function permalinkRow(payload, length) {
+    if (payload === null) {
+      return h("p", { class: "permalink-row muted" }, `This paste is too long for a permalink (${length} characters); share the log itself.`);
+    }
+    const url = `${location.origin}${location.pathname}#${LINK_KEY}=${payload}`;
+    return h("p", { class: "permalink-row" },
+      h("a", { class: "permalink", href: url }, "Permalink"), " ",
+      h("button", { type: "button", class: "copy", "data-copy-value": url }, "Copy link"),
+      h("span", { class: "muted" }, " the paste rides in the link: opening it diagnoses the same text again"));
+  }
+
   for (const form of document.querySelectorAll("form[data-diagnose]")) {
     const out = document.querySelector("[data-diagnosis]");
     const button = form.querySelector("button[type=submit]");
-    form.addEventListener("submit", async (ev) => {
-      const text = form.elements.input.value;
-      if (!out || !text.trim()) return;
-      ev.preventDefault();
-      const label = button.textContent;
+    const label = button.textContent;
+    let shown = null;  /* the payload of the diagnosis on screen: a hashchange to it is our own */
+
+    const diagnose = async (text, fromLink) => {
       button.disabled = true;
       button.textContent = "Diagnosing…";
       out.hidden = false;
@@ -182,6 +252,14 @@
           method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify({ input: text, top }),
         });
         renderResult(out, result);
+        let payload = fromLink;
+        if (payload === null) {
+          try { payload = await encodeLink(text); } catch (_) { payload = null; }
+          if (payload !== null && payload.length > MAX_LINK) payload = null;
+        }
+        shown = payload;
+        history.replaceState(null, "", payload === null ? `${location.pathname}${location.search}` : `#${LINK_KEY}=${payload}`);
+        out.querySelector("h2").after(permalinkRow(payload, text.length));
       } catch (err) {
         out.replaceChildren(h("p", { class: "alert", role: "alert" }, `Diagnosis failed: ${err.message}`));
       } finally {
@@ -190,7 +268,31 @@
         button.textContent = label;
         out.scrollIntoView({ behavior: "smooth", block: "start" });
       }
+    };
+
+    form.addEventListener("submit", (ev) => {
+      const text = form.elements.input.value;
+      if (!out || !text.trim()) return;
+      ev.preventDefault();
+      diagnose(text, null);
     });
+
+    const openLink = async () => {
+      const payload = linkPayload();
+      if (payload === null || payload === shown || !out) return;
+      let text;
+      try {
+        text = await decodeLink(payload);
+      } catch (err) {
+        out.hidden = false;
+        out.replaceChildren(h("p", { class: "alert", role: "alert" }, `This permalink cannot be read: ${err.message}.`));
+        return;
+      }
+      form.elements.input.value = text;  /* a value, never markup */
+      diagnose(text, payload);
+    };
+    window.addEventListener("hashchange", openLink);
+    openLink();
   }
 
   /* ---------------------------------------------------------------- copy buttons */
@@ -206,10 +308,11 @@
   }
 
   document.addEventListener("click", async (ev) => {
-    const button = ev.target.closest("[data-copy]");
+    const button = ev.target.closest("[data-copy], [data-copy-value]");
     if (!button) return;
-    const source = button.closest(".overrides").querySelector("[data-copy-source]");
-    const text = source.textContent.trim() + "\n";
+    const value = button.getAttribute("data-copy-value");
+    const source = value === null ? button.closest(".overrides").querySelector("[data-copy-source]") : button;
+    const text = value === null ? source.textContent.trim() + "\n" : value;
     let ok = false;
     if (navigator.clipboard && window.isSecureContext) {
       try { await navigator.clipboard.writeText(text); ok = true; } catch (_) { ok = false; }
@@ -222,9 +325,10 @@
       sel.removeAllRanges();
       sel.addRange(range);
     }
+    const idle = button.dataset.label || (button.dataset.label = button.textContent);
     button.textContent = ok ? "Copied" : "Press Ctrl+C";
     button.classList.toggle("copied", ok);
-    setTimeout(() => { button.textContent = "Copy"; button.classList.remove("copied"); }, 1800);
+    setTimeout(() => { button.textContent = idle; button.classList.remove("copied"); }, 1800);
   });
 
   /* ---------------------------------------------------------------- version picker */
