@@ -112,7 +112,7 @@ def mcp_first_diagnose() -> None:
             "jsonrpc": "2.0",
             "id": 2,
             "method": "tools/call",
-            "params": {"name": "diagnose", "arguments": {"text": QUESTION}},
+            "params": {"name": "diagnose", "arguments": {"input": QUESTION}},
         },
     ]
     proc = subprocess.Popen(
