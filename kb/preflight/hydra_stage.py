@@ -53,7 +53,9 @@ def hydra_problems(verdicts: list[OverrideVerdict], release: str) -> list[HydraP
                                     "OverrideParseException", v, "hydra-override-grammar-error"))
         elif v.status == "bad_value" and v.message.startswith("Hydra cannot parse it"):
             detail = v.message.split(": ", 1)[1] if ": " in v.message else v.message
-            out.append(HydraProblem(i, 0, "hydra-override-grammar", f"Error parsing override '{v.text}'\n{detail}",
+            # Hydra prints the parser's own words for a syntax error, and a header before an evaluation error
+            text = f"Error parsing override '{v.text}'\n{detail}" if detail.startswith("HydraException") else detail
+            out.append(HydraProblem(i, 0, "hydra-override-grammar", text,
                                     "OverrideParseException", v, "hydra-override-grammar-error"))
         elif v.status == "bad_value" and "as a sweep" in v.message:
             out.append(HydraProblem(i, 1, "hydra-sweep-without-multirun",
