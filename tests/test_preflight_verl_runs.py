@@ -39,7 +39,9 @@ def _expected() -> dict[str, list[str]]:
 
 
 def _runs() -> list[Path]:
-    return sorted(p for p in RUNS.iterdir() if (p / "command.txt").is_file() and "main_ppo" in (p / "command.txt").read_text())
+    return sorted(
+        p for p in RUNS.iterdir() if (p / "command.txt").is_file() and "main_ppo" in (p / "command.txt").read_text()
+    )
 
 
 def _check(run: Path):  # type: ignore[no-untyped-def]

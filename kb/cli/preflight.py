@@ -10,20 +10,16 @@ import click
 from kb.cli.common import EXIT_FINDINGS, EXIT_OK, fail
 
 
-def installed_verl() -> str | None:
-    """The installed verl's version from its metadata, without importing verl (which imports torch and Ray)."""
-    from importlib import metadata
-
-    try:
-        return metadata.version("verl")
-    except metadata.PackageNotFoundError:
-        return None
-
-
 @click.command("preflight", context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
-@click.option("--verl-version", metavar="V", help="verl release to check for (default: the installed verl, else the newest known).")
+@click.option(
+    "--verl-version",
+    metavar="V",
+    help="verl release to check for (default: the installed verl, else the newest known).",
+)
 @click.option("--nnodes", type=click.IntRange(min=1), help="trainer.nnodes, when the overrides do not set it.")
-@click.option("--gpus-per-node", type=click.IntRange(min=1), help="trainer.n_gpus_per_node, when the overrides do not set it.")
+@click.option(
+    "--gpus-per-node", type=click.IntRange(min=1), help="trainer.n_gpus_per_node, when the overrides do not set it."
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @click.argument("words", nargs=-1, type=click.UNPROCESSED)
 def preflight_cmd(
@@ -42,19 +38,14 @@ def preflight_cmd(
     ulysses, loss_agg_mode, val_kwargs), then what fails after start-up (rollout name and mode, token budgets
     of dynamic batching). Exit 0 when verl would start, 1 with findings, 2 on a usage or I/O error.
     """
-    from kb.preflight import preflight
+    from kb.preflight import release_for
+    from kb.preflight.api import NoOverrides, default_version, run_parsed
     from kb.preflight.inputs import InputError, ParsedInput, parse_argv, parse_text
     from kb.preflight.render import render_preflight
     from kb.versions import VersionError
 
-    version, source = verl_version, "option"
-    if version is None:
-        version = installed_verl()
-        source = "installed" if version else "newest"
     try:
-        from kb.preflight import release_for
-
-        release = release_for(version)
+        release = release_for(default_version(verl_version)[0])
     except VersionError as exc:
         fail(str(exc))
     args = list(words)
@@ -68,24 +59,20 @@ def preflight_cmd(
                 fail(f"cannot read {name}: {getattr(exc, 'strerror', None) or exc}")
             parsed = parse_text(raw, release)
         elif len(args) == 1 and "=" not in args[0] and " " not in args[0].strip():
-            fail(f"{args[0]}: no such file (give a script, an overrides.yaml or a config.yaml, or the command after '--')")
+            fail(
+                f"{args[0]}: no such file (give a script, an overrides.yaml or a config.yaml, "
+                "or the command after '--')"
+            )
         elif args:
             parsed = parse_argv(args)
         else:
             fail("nothing to check: give the command after '--', or a FILE ('-' for stdin)")
     except InputError as exc:
         fail(str(exc))
-    if not parsed.overrides:
-        fail("no overrides found in the input (a launch command runs python -m verl.trainer.main_ppo k=v ...)")
-    result = preflight(
-        parsed.overrides,
-        version,
-        nnodes=nnodes,
-        gpus_per_node=gpus_per_node,
-        placeholders=parsed.placeholders,
-        notes=parsed.notes,
-        version_source=source,
-    )
+    try:
+        result = run_parsed(parsed, verl_version, nnodes, gpus_per_node)
+    except NoOverrides as exc:
+        fail(str(exc))
     click.echo(result.model_dump_json(indent=1) if as_json else render_preflight(result))
     bad = any(f.severity in ("error", "later") for f in result.findings)
     sys.exit(EXIT_FINDINGS if bad else EXIT_OK)

@@ -155,151 +155,437 @@ def _check(check: Check) -> Check:
     return check
 
 
-_check(Check("hybrid-engine-required", "the trainer supports only the hybrid engine", None,
-             verl_message=((_ALL, r"Currently, only support hybrid engine"),),
-             source=(("<0.6.0", "verl/trainer/ppo/ray_trainer.py RayPPOTrainer.__init__"),
-                     (">=0.6.0", "verl/trainer/ppo/ray_trainer.py RayPPOTrainer.__init__"))))
-_check(Check("adv-estimator-unknown", "algorithm.adv_estimator is not one verl knows", None,
-             verl_message=(("<0.6.0", r"^$"), (">=0.6.0", r"is not a valid AdvantageEstimator|NotImplementedError|^$")),
-             source=(("<0.6.0", "verl/trainer/ppo/ray_trainer.py RayPPOTrainer.__init__ (use_critic)"),)))
-_check(Check("megatron-parallel-not-dividing-gpus", "megatron TP x PP x CP does not divide the GPUs", None,
-             verl_message=((_ALL, r"n_gpus \(\d+\) must be divisible by model_parallel_size"),),
-             source=(("<0.6.0", "verl/trainer/ppo/ray_trainer.py _validate_config"),
-                     (">=0.6.0", "verl/utils/config.py validate_config"))))
-_check(Check("real-train-batch-not-divisible", "train_batch_size x rollout.n is not a multiple of the data-parallel "
-             "size", "real-train-batch-not-divisible",
-             verl_message=((_ALL, r"real_train_batch_size \(\d+\) must be divisible by minimal possible batch size"),),
-             source=(("<0.6.0", "verl/trainer/ppo/ray_trainer.py _validate_config"),
-                     (">=0.6.0", "verl/utils/config.py validate_config"))))
-_check(Check("actor-micro-batch-unset", "the actor's micro batch size is not set", "actor-micro-batch-unset",
-             verl_message=(("<0.6.0", r"\[actor_rollout_ref\.actor\] Please set at least one of"),
-                           (">=0.6.0", r"\[actor\] Please set at least one of 'actor\.ppo_micro_batch_size'")),
-             source=(("<0.6.0", "verl/trainer/ppo/ray_trainer.py _validate_config"),
-                     (">=0.6.0", "verl/workers/config/actor.py ActorConfig.__post_init__"))))
-_check(Check("actor-micro-batch-both-set", "the actor's micro batch size is set twice", "micro-batch-both-set",
-             verl_message=(("<0.6.0", r"\[actor_rollout_ref\.actor\] You have set both"),
-                           (">=0.6.0", r"\[actor\] You have set both 'actor\.ppo_micro_batch_size' AND")),
-             source=(("<0.6.0", "verl/trainer/ppo/ray_trainer.py _validate_config"),
-                     (">=0.6.0", "verl/workers/config/actor.py ActorConfig.__post_init__"))))
-_check(Check("loss-agg-mode-invalid", "actor.loss_agg_mode is not one verl knows", "invalid-loss-agg-mode",
-             verl_message=((_ALL, r"Invalid loss_agg_mode: "),),
-             source=(("<0.6.0", "verl/trainer/ppo/ray_trainer.py _validate_config"),
-                     (">=0.6.0", "verl/workers/config/actor.py ActorConfig.__post_init__"))))
-_check(Check("train-batch-smaller-than-mini-batch", "train_batch_size is smaller than ppo_mini_batch_size",
-             "train-batch-smaller-than-mini-batch",
-             verl_message=(("<0.6.0", r"^$"), (">=0.6.0", r"train_batch_size \(.*\) must be >= actor\.ppo_mini_batch_size")),
-             source=(("<0.6.0", "verl/trainer/ppo/ray_trainer.py _validate_config"),
-                     (">=0.6.0", "verl/workers/config/actor.py ActorConfig.validate"))))
-_check(Check("actor-mini-not-divisible-by-micro", "ppo_mini_batch_size is not a multiple of the deprecated "
-             "ppo_micro_batch_size", "batch-size-train-mini-micro",
-             verl_message=(("<0.6.0", r"^$"), (">=0.6.0", r"ppo_mini_batch_size \(\d+\) must be divisible by ppo_micro_batch_size")),
-             source=(("<0.6.0", "verl/trainer/ppo/ray_trainer.py _validate_config"),
-                     (">=0.6.0", "verl/workers/config/actor.py ActorConfig.validate"))))
-_check(Check("actor-micro-times-sp-below-gpus", "the deprecated global ppo_micro_batch_size x ulysses size is below "
-             "the GPU count", "batch-size-train-mini-micro",
-             verl_message=(("<0.6.0", r"^$"), (">=0.6.0", r"ppo_micro_batch_size \(\d+\) \* ulysses_sequence_parallel_size \(\d+\) must be >= n_gpus")),
-             source=(("<0.6.0", "verl/trainer/ppo/ray_trainer.py _validate_config"),
-                     (">=0.6.0", "verl/workers/config/actor.py ActorConfig.validate"))))
-_check(Check("actor-ulysses-needs-remove-padding", "ulysses sequence parallelism without use_remove_padding",
-             "ulysses-sp-needs-remove-padding",
-             verl_message=((_ALL, r"When using sequence parallelism for actor/ref policy, you must enable `use_remove_padding`"),),
-             source=(("<0.6.0", "verl/trainer/ppo/ray_trainer.py _validate_config"),
-                     (">=0.6.0", "verl/workers/config/actor.py FSDPActorConfig.validate"))))
-_check(Check("ref-log-prob-micro-batch-unset", "the reference model's log-prob micro batch size is not set",
-             "log-prob-micro-batch-unset",
-             verl_message=((_ALL, r"\[actor_rollout_ref\.ref\] Please set at least one of"),),
-             source=(("<0.6.0", "verl/trainer/ppo/ray_trainer.py _validate_config"),
-                     (">=0.6.0", "verl/utils/config.py validate_config"))))
-_check(Check("ref-log-prob-micro-batch-both-set", "the reference model's log-prob micro batch size is set twice",
-             "micro-batch-both-set",
-             verl_message=((_ALL, r"\[actor_rollout_ref\.ref\] You have set both"),),
-             source=(("<0.6.0", "verl/trainer/ppo/ray_trainer.py _validate_config"),
-                     (">=0.6.0", "verl/utils/config.py validate_config"))))
-_check(Check("rollout-log-prob-micro-batch-unset", "the rollout's log-prob micro batch size is not set",
-             "log-prob-micro-batch-unset",
-             verl_message=((_ALL, r"\[actor_rollout_ref\.rollout\] Please set at least one of"),),
-             source=(("<0.6.0", "verl/trainer/ppo/ray_trainer.py _validate_config"),
-                     (">=0.6.0", "verl/utils/config.py validate_config"))))
-_check(Check("rollout-log-prob-micro-batch-both-set", "the rollout's log-prob micro batch size is set twice",
-             "micro-batch-both-set",
-             verl_message=((_ALL, r"\[actor_rollout_ref\.rollout\] You have set both"),),
-             source=(("<0.6.0", "verl/trainer/ppo/ray_trainer.py _validate_config"),
-                     (">=0.6.0", "verl/utils/config.py validate_config"))))
-_check(Check("critic-micro-batch-unset", "the critic's micro batch size is not set (the critic is used)",
-             "critic-micro-batch-unset",
-             verl_message=((_ALL, r"\[critic\] Please set at least one of 'critic\.(?:ppo_)?micro_batch_size'"),),
-             source=(("<0.6.0", "verl/trainer/ppo/ray_trainer.py _validate_config"),
-                     (">=0.6.0", "verl/workers/config/critic.py CriticConfig.__post_init__"))))
-_check(Check("critic-micro-batch-both-set", "the critic's micro batch size is set twice", "micro-batch-both-set",
-             verl_message=((_ALL, r"\[critic\] You have set both"),),
-             source=(("<0.6.0", "verl/trainer/ppo/ray_trainer.py _validate_config"),
-                     (">=0.6.0", "verl/workers/config/critic.py CriticConfig.__post_init__"))))
-_check(Check("critic-mini-not-divisible-by-micro", "critic.ppo_mini_batch_size is not a multiple of the deprecated "
-             "critic.ppo_micro_batch_size", "batch-size-train-mini-micro",
-             verl_message=(("<0.6.0", r"^$"), (">=0.6.0", r"\[critic\] ppo_mini_batch_size \(\d+\) must be divisible by ppo_micro_batch_size")),
-             source=(("<0.6.0", "verl/trainer/ppo/ray_trainer.py _validate_config"),
-                     (">=0.6.0", "verl/workers/config/critic.py CriticConfig.__post_init__"))))
-_check(Check("critic-train-batch-smaller-than-mini-batch", "train_batch_size is smaller than critic.ppo_mini_batch_size",
-             "train-batch-smaller-than-mini-batch",
-             verl_message=(("<0.6.0", r"^$"), (">=0.6.0", r"train_batch_size \(.*\) must be >= critic\.ppo_mini_batch_size")),
-             source=(("<0.6.0", "verl/trainer/ppo/ray_trainer.py _validate_config"),
-                     (">=0.6.0", "verl/workers/config/critic.py CriticConfig.validate"))))
-_check(Check("critic-micro-times-sp-below-gpus", "the deprecated critic.ppo_micro_batch_size x ulysses size is below "
-             "the GPU count", "batch-size-train-mini-micro",
-             verl_message=(("<0.6.0", r"^$"), (">=0.6.0", r"critic\.ppo_micro_batch_size \(\d+\) \* ulysses_sequence_parallel_size \(\d+\) must be >= n_gpus")),
-             source=(("<0.6.0", "verl/trainer/ppo/ray_trainer.py _validate_config"),
-                     (">=0.6.0", "verl/workers/config/critic.py FSDPCriticConfig.validate"))))
-_check(Check("critic-ulysses-needs-remove-padding", "critic ulysses sequence parallelism without use_remove_padding",
-             "ulysses-sp-needs-remove-padding",
-             verl_message=((_ALL, r"When using sequence parallelism for critic, you must enable `use_remove_padding`"),),
-             source=(("<0.6.0", "verl/trainer/ppo/ray_trainer.py _validate_config"),
-                     (">=0.6.0", "verl/workers/config/critic.py FSDPCriticConfig.__post_init__"))))
-_check(Check("reward-model-micro-batch-unset", "the reward model's micro batch size is not set", "log-prob-micro-batch-unset",
-             verl_message=((_ALL, r"\[reward_model\] Please set at least one of"),),
-             source=(("<0.7.1", "validate_config / _validate_config"),)))
-_check(Check("reward-model-micro-batch-both-set", "the reward model's micro batch size is set twice", "micro-batch-both-set",
-             verl_message=((_ALL, r"\[reward_model\] You have set both"),),
-             source=(("<0.7.1", "validate_config / _validate_config"),)))
-_check(Check("val-do-sample-zero-temperature", "validation sampling with temperature 0", "val-do-sample-zero-temperature",
-             verl_message=((_ALL, r"validation gen temperature should be greater than 0 when enabling do_sample"),),
-             source=(("<0.6.0", "verl/trainer/ppo/ray_trainer.py _validate_config"),
-                     (">=0.6.0", "verl/utils/config.py validate_config"))))
-_check(Check("multi-turn-needs-tool-config", "multi_turn enabled without a tool (or interaction) config",
-             "multi-turn-requires-tool-config",
-             verl_message=(("<0.4.1", r"tool_config_path must be set when enabling multi_turn"),
-                           ("<0.6.0", r"tool_config_path or interaction_config_path must be set when enabling multi_turn")),
-             source=(("<0.6.0", "verl/trainer/ppo/ray_trainer.py _validate_config"),)))
-_check(Check("multi-turn-needs-grpo", "multi_turn with tools is tested only with GRPO", "multi-turn-requires-tool-config",
-             verl_message=(("<0.6.0", r"only GRPO is tested for multi-turn with tool"),),
-             source=(("<0.6.0", "verl/trainer/ppo/ray_trainer.py _validate_config"),)))
-_check(Check("lora-rank-too-large-vllm", "LoRA rank above what vLLM supports", None,
-             verl_message=(("<0.7.1", r"LoRA rank in vLLM must be less than or equal to 512"),),
-             source=((">=0.6.1,<0.7.1", "verl/utils/config.py validate_config"),)))
-_check(Check("lora-vllm-import", "LoRA with vLLM: validation imports vLLM to check the rank", "vllm-not-installed",
-             severity="warning",
-             source=((">=0.7.1", "verl/utils/config.py validate_config (get_vllm_max_lora_rank)"),)))
-_check(Check("config-value-type-error", "a value of the wrong type reaches verl's arithmetic", "config-value-type-error",
-             verl_message=((_ALL, r"not supported between instances of|unsupported operand type|not all arguments converted|can't multiply sequence|must be real number|object cannot be interpreted"),)))
-_check(Check("config-key-missing", "verl reads a key the composed config lacks", "hydra-override-key-not-in-struct",
-             verl_message=((_ALL, r"is not in struct"),)))
-_check(Check("missing-mandatory-value", "a mandatory value ('???') is not set", "rollout-name-missing",
-             verl_message=((_ALL, r"Missing mandatory value|has missing mandatory value"),)))
-_check(Check("unexpected-dataclass-field", "a key verl's config dataclass does not take", "hydra-override-key-not-in-struct",
-             verl_message=((">=0.6.0", r"got an unexpected keyword argument"),)))
-_check(Check("strategy-unknown", "the actor/critic strategy is not one verl implements", None,
-             verl_message=((_ALL, r"^$|NotImplementedError"),)))
-_check(Check("rollout-name-unset", "actor_rollout_ref.rollout.name is not set", "rollout-name-missing",
-             stage="workers", severity="later",
-             source=((">=0.6.0", "verl/workers/config/rollout.py RolloutConfig (name: ???)"),)))
-_check(Check("rollout-mode-sync-removed", "rollout.mode=sync was removed", "rollout-mode-sync-removed",
-             stage="workers", severity="later",
-             source=((">=0.7.0", "verl/workers/config/rollout.py RolloutConfig.__post_init__"),)))
-_check(Check("dynamic-bsz-token-budget-too-small", "the dynamic-batch token budget is below prompt + response length",
-             "dynamic-bsz-max-token-len-too-small", stage="training", severity="later",
-             source=((_ALL, "verl/utils/seqlen_balancing.py (max_token_len must be greater than the sequence length)"),)))
-_check(Check("legacy-mini-batch-per-rank", "the mini batch per data-parallel rank is below 1 or not a multiple of "
-             "the micro batch", "legacy-mini-batch-micro-divisibility", stage="workers", severity="later",
-             source=(("<0.8.0", "verl/workers/fsdp_workers.py ActorRolloutRefWorker.__init__ (normalisation)"),)))
+_check(
+    Check(
+        "hybrid-engine-required",
+        "the trainer supports only the hybrid engine",
+        None,
+        verl_message=((_ALL, r"Currently, only support hybrid engine"),),
+        source=(
+            ("<0.6.0", "verl/trainer/ppo/ray_trainer.py RayPPOTrainer.__init__"),
+            (">=0.6.0", "verl/trainer/ppo/ray_trainer.py RayPPOTrainer.__init__"),
+        ),
+    )
+)
+_check(
+    Check(
+        "adv-estimator-unknown",
+        "algorithm.adv_estimator is not one verl knows",
+        None,
+        verl_message=(("<0.6.0", r"^$"), (">=0.6.0", r"is not a valid AdvantageEstimator|NotImplementedError|^$")),
+        source=(("<0.6.0", "verl/trainer/ppo/ray_trainer.py RayPPOTrainer.__init__ (use_critic)"),),
+    )
+)
+_check(
+    Check(
+        "megatron-parallel-not-dividing-gpus",
+        "megatron TP x PP x CP does not divide the GPUs",
+        None,
+        verl_message=((_ALL, r"n_gpus \(\d+\) must be divisible by model_parallel_size"),),
+        source=(
+            ("<0.6.0", "verl/trainer/ppo/ray_trainer.py _validate_config"),
+            (">=0.6.0", "verl/utils/config.py validate_config"),
+        ),
+    )
+)
+_check(
+    Check(
+        "real-train-batch-not-divisible",
+        "train_batch_size x rollout.n is not a multiple of the data-parallel size",
+        "real-train-batch-not-divisible",
+        verl_message=((_ALL, r"real_train_batch_size \(\d+\) must be divisible by minimal possible batch size"),),
+        source=(
+            ("<0.6.0", "verl/trainer/ppo/ray_trainer.py _validate_config"),
+            (">=0.6.0", "verl/utils/config.py validate_config"),
+        ),
+    )
+)
+_check(
+    Check(
+        "actor-micro-batch-unset",
+        "the actor's micro batch size is not set",
+        "actor-micro-batch-unset",
+        verl_message=(
+            ("<0.6.0", r"\[actor_rollout_ref\.actor\] Please set at least one of"),
+            (">=0.6.0", r"\[actor\] Please set at least one of 'actor\.ppo_micro_batch_size'"),
+        ),
+        source=(
+            ("<0.6.0", "verl/trainer/ppo/ray_trainer.py _validate_config"),
+            (">=0.6.0", "verl/workers/config/actor.py ActorConfig.__post_init__"),
+        ),
+    )
+)
+_check(
+    Check(
+        "actor-micro-batch-both-set",
+        "the actor's micro batch size is set twice",
+        "micro-batch-both-set",
+        verl_message=(
+            ("<0.6.0", r"\[actor_rollout_ref\.actor\] You have set both"),
+            (">=0.6.0", r"\[actor\] You have set both 'actor\.ppo_micro_batch_size' AND"),
+        ),
+        source=(
+            ("<0.6.0", "verl/trainer/ppo/ray_trainer.py _validate_config"),
+            (">=0.6.0", "verl/workers/config/actor.py ActorConfig.__post_init__"),
+        ),
+    )
+)
+_check(
+    Check(
+        "loss-agg-mode-invalid",
+        "actor.loss_agg_mode is not one verl knows",
+        "invalid-loss-agg-mode",
+        verl_message=((_ALL, r"Invalid loss_agg_mode: "),),
+        source=(
+            ("<0.6.0", "verl/trainer/ppo/ray_trainer.py _validate_config"),
+            (">=0.6.0", "verl/workers/config/actor.py ActorConfig.__post_init__"),
+        ),
+    )
+)
+_check(
+    Check(
+        "train-batch-smaller-than-mini-batch",
+        "train_batch_size is smaller than ppo_mini_batch_size",
+        "train-batch-smaller-than-mini-batch",
+        verl_message=(("<0.6.0", r"^$"), (">=0.6.0", r"train_batch_size \(.*\) must be >= actor\.ppo_mini_batch_size")),
+        source=(
+            ("<0.6.0", "verl/trainer/ppo/ray_trainer.py _validate_config"),
+            (">=0.6.0", "verl/workers/config/actor.py ActorConfig.validate"),
+        ),
+    )
+)
+_check(
+    Check(
+        "actor-mini-not-divisible-by-micro",
+        "ppo_mini_batch_size is not a multiple of the deprecated ppo_micro_batch_size",
+        "batch-size-train-mini-micro",
+        verl_message=(
+            ("<0.6.0", r"^$"),
+            (">=0.6.0", r"ppo_mini_batch_size \(\d+\) must be divisible by ppo_micro_batch_size"),
+        ),
+        source=(
+            ("<0.6.0", "verl/trainer/ppo/ray_trainer.py _validate_config"),
+            (">=0.6.0", "verl/workers/config/actor.py ActorConfig.validate"),
+        ),
+    )
+)
+_check(
+    Check(
+        "actor-micro-times-sp-below-gpus",
+        "the deprecated global ppo_micro_batch_size x ulysses size is below the GPU count",
+        "batch-size-train-mini-micro",
+        verl_message=(
+            ("<0.6.0", r"^$"),
+            (">=0.6.0", r"ppo_micro_batch_size \(\d+\) \* ulysses_sequence_parallel_size \(\d+\) must be >= n_gpus"),
+        ),
+        source=(
+            ("<0.6.0", "verl/trainer/ppo/ray_trainer.py _validate_config"),
+            (">=0.6.0", "verl/workers/config/actor.py ActorConfig.validate"),
+        ),
+    )
+)
+_check(
+    Check(
+        "actor-ulysses-needs-remove-padding",
+        "ulysses sequence parallelism without use_remove_padding",
+        "ulysses-sp-needs-remove-padding",
+        verl_message=(
+            (_ALL, r"When using sequence parallelism for actor/ref policy, you must enable `use_remove_padding`"),
+        ),
+        source=(
+            ("<0.6.0", "verl/trainer/ppo/ray_trainer.py _validate_config"),
+            (">=0.6.0", "verl/workers/config/actor.py FSDPActorConfig.validate"),
+        ),
+    )
+)
+_check(
+    Check(
+        "ref-log-prob-micro-batch-unset",
+        "the reference model's log-prob micro batch size is not set",
+        "log-prob-micro-batch-unset",
+        verl_message=((_ALL, r"\[actor_rollout_ref\.ref\] Please set at least one of"),),
+        source=(
+            ("<0.6.0", "verl/trainer/ppo/ray_trainer.py _validate_config"),
+            (">=0.6.0", "verl/utils/config.py validate_config"),
+        ),
+    )
+)
+_check(
+    Check(
+        "ref-log-prob-micro-batch-both-set",
+        "the reference model's log-prob micro batch size is set twice",
+        "micro-batch-both-set",
+        verl_message=((_ALL, r"\[actor_rollout_ref\.ref\] You have set both"),),
+        source=(
+            ("<0.6.0", "verl/trainer/ppo/ray_trainer.py _validate_config"),
+            (">=0.6.0", "verl/utils/config.py validate_config"),
+        ),
+    )
+)
+_check(
+    Check(
+        "rollout-log-prob-micro-batch-unset",
+        "the rollout's log-prob micro batch size is not set",
+        "log-prob-micro-batch-unset",
+        verl_message=((_ALL, r"\[actor_rollout_ref\.rollout\] Please set at least one of"),),
+        source=(
+            ("<0.6.0", "verl/trainer/ppo/ray_trainer.py _validate_config"),
+            (">=0.6.0", "verl/utils/config.py validate_config"),
+        ),
+    )
+)
+_check(
+    Check(
+        "rollout-log-prob-micro-batch-both-set",
+        "the rollout's log-prob micro batch size is set twice",
+        "micro-batch-both-set",
+        verl_message=((_ALL, r"\[actor_rollout_ref\.rollout\] You have set both"),),
+        source=(
+            ("<0.6.0", "verl/trainer/ppo/ray_trainer.py _validate_config"),
+            (">=0.6.0", "verl/utils/config.py validate_config"),
+        ),
+    )
+)
+_check(
+    Check(
+        "critic-micro-batch-unset",
+        "the critic's micro batch size is not set (the critic is used)",
+        "critic-micro-batch-unset",
+        verl_message=((_ALL, r"\[critic\] Please set at least one of 'critic\.(?:ppo_)?micro_batch_size'"),),
+        source=(
+            ("<0.6.0", "verl/trainer/ppo/ray_trainer.py _validate_config"),
+            (">=0.6.0", "verl/workers/config/critic.py CriticConfig.__post_init__"),
+        ),
+    )
+)
+_check(
+    Check(
+        "critic-micro-batch-both-set",
+        "the critic's micro batch size is set twice",
+        "micro-batch-both-set",
+        verl_message=((_ALL, r"\[critic\] You have set both"),),
+        source=(
+            ("<0.6.0", "verl/trainer/ppo/ray_trainer.py _validate_config"),
+            (">=0.6.0", "verl/workers/config/critic.py CriticConfig.__post_init__"),
+        ),
+    )
+)
+_check(
+    Check(
+        "critic-mini-not-divisible-by-micro",
+        "critic.ppo_mini_batch_size is not a multiple of the deprecated critic.ppo_micro_batch_size",
+        "batch-size-train-mini-micro",
+        verl_message=(
+            ("<0.6.0", r"^$"),
+            (">=0.6.0", r"\[critic\] ppo_mini_batch_size \(\d+\) must be divisible by ppo_micro_batch_size"),
+        ),
+        source=(
+            ("<0.6.0", "verl/trainer/ppo/ray_trainer.py _validate_config"),
+            (">=0.6.0", "verl/workers/config/critic.py CriticConfig.__post_init__"),
+        ),
+    )
+)
+_check(
+    Check(
+        "critic-train-batch-smaller-than-mini-batch",
+        "train_batch_size is smaller than critic.ppo_mini_batch_size",
+        "train-batch-smaller-than-mini-batch",
+        verl_message=(
+            ("<0.6.0", r"^$"),
+            (">=0.6.0", r"train_batch_size \(.*\) must be >= critic\.ppo_mini_batch_size"),
+        ),
+        source=(
+            ("<0.6.0", "verl/trainer/ppo/ray_trainer.py _validate_config"),
+            (">=0.6.0", "verl/workers/config/critic.py CriticConfig.validate"),
+        ),
+    )
+)
+_check(
+    Check(
+        "critic-micro-times-sp-below-gpus",
+        "the deprecated critic.ppo_micro_batch_size x ulysses size is below the GPU count",
+        "batch-size-train-mini-micro",
+        verl_message=(
+            ("<0.6.0", r"^$"),
+            (
+                ">=0.6.0",
+                r"critic\.ppo_micro_batch_size \(\d+\) \* ulysses_sequence_parallel_size \(\d+\) must be >= n_gpus",
+            ),
+        ),
+        source=(
+            ("<0.6.0", "verl/trainer/ppo/ray_trainer.py _validate_config"),
+            (">=0.6.0", "verl/workers/config/critic.py FSDPCriticConfig.validate"),
+        ),
+    )
+)
+_check(
+    Check(
+        "critic-ulysses-needs-remove-padding",
+        "critic ulysses sequence parallelism without use_remove_padding",
+        "ulysses-sp-needs-remove-padding",
+        verl_message=((_ALL, r"When using sequence parallelism for critic, you must enable `use_remove_padding`"),),
+        source=(
+            ("<0.6.0", "verl/trainer/ppo/ray_trainer.py _validate_config"),
+            (">=0.6.0", "verl/workers/config/critic.py FSDPCriticConfig.__post_init__"),
+        ),
+    )
+)
+_check(
+    Check(
+        "reward-model-micro-batch-unset",
+        "the reward model's micro batch size is not set",
+        "log-prob-micro-batch-unset",
+        verl_message=((_ALL, r"\[reward_model\] Please set at least one of"),),
+        source=(("<0.7.1", "validate_config / _validate_config"),),
+    )
+)
+_check(
+    Check(
+        "reward-model-micro-batch-both-set",
+        "the reward model's micro batch size is set twice",
+        "micro-batch-both-set",
+        verl_message=((_ALL, r"\[reward_model\] You have set both"),),
+        source=(("<0.7.1", "validate_config / _validate_config"),),
+    )
+)
+_check(
+    Check(
+        "val-do-sample-zero-temperature",
+        "validation sampling with temperature 0",
+        "val-do-sample-zero-temperature",
+        verl_message=((_ALL, r"validation gen temperature should be greater than 0 when enabling do_sample"),),
+        source=(
+            ("<0.6.0", "verl/trainer/ppo/ray_trainer.py _validate_config"),
+            (">=0.6.0", "verl/utils/config.py validate_config"),
+        ),
+    )
+)
+_check(
+    Check(
+        "multi-turn-needs-tool-config",
+        "multi_turn enabled without a tool (or interaction) config",
+        "multi-turn-requires-tool-config",
+        verl_message=(
+            ("<0.4.1", r"tool_config_path must be set when enabling multi_turn"),
+            ("<0.6.0", r"tool_config_path or interaction_config_path must be set when enabling multi_turn"),
+        ),
+        source=(("<0.6.0", "verl/trainer/ppo/ray_trainer.py _validate_config"),),
+    )
+)
+_check(
+    Check(
+        "multi-turn-needs-grpo",
+        "multi_turn with tools is tested only with GRPO",
+        "multi-turn-requires-tool-config",
+        verl_message=(("<0.6.0", r"only GRPO is tested for multi-turn with tool"),),
+        source=(("<0.6.0", "verl/trainer/ppo/ray_trainer.py _validate_config"),),
+    )
+)
+_check(
+    Check(
+        "lora-rank-too-large-vllm",
+        "LoRA rank above what vLLM supports",
+        None,
+        verl_message=(("<0.7.1", r"LoRA rank in vLLM must be less than or equal to 512"),),
+        source=((">=0.6.1,<0.7.1", "verl/utils/config.py validate_config"),),
+    )
+)
+_check(
+    Check(
+        "lora-vllm-import",
+        "LoRA with vLLM: validation imports vLLM to check the rank",
+        "vllm-not-installed",
+        severity="warning",
+        source=((">=0.7.1", "verl/utils/config.py validate_config (get_vllm_max_lora_rank)"),),
+    )
+)
+_check(
+    Check(
+        "config-value-type-error",
+        "a value of the wrong type reaches verl's arithmetic",
+        "config-value-type-error",
+        verl_message=(
+            (
+                _ALL,
+                r"not supported between instances of|unsupported operand type|not all arguments converted"
+                r"|can't multiply sequence|must be real number|object cannot be interpreted",
+            ),
+        ),
+    )
+)
+_check(
+    Check(
+        "config-key-missing",
+        "verl reads a key the composed config lacks",
+        "hydra-override-key-not-in-struct",
+        verl_message=((_ALL, r"is not in struct"),),
+    )
+)
+_check(
+    Check(
+        "missing-mandatory-value",
+        "a mandatory value ('???') is not set",
+        "rollout-name-missing",
+        verl_message=((_ALL, r"Missing mandatory value|has missing mandatory value"),),
+    )
+)
+_check(
+    Check(
+        "unexpected-dataclass-field",
+        "a key verl's config dataclass does not take",
+        "hydra-override-key-not-in-struct",
+        verl_message=((">=0.6.0", r"got an unexpected keyword argument"),),
+    )
+)
+_check(
+    Check(
+        "strategy-unknown",
+        "the actor/critic strategy is not one verl implements",
+        None,
+        verl_message=((_ALL, r"^$|Invalid use_legacy_worker_impl"),),
+        source=(("<0.8.0", "verl/trainer/main_ppo.py TaskRunner.add_actor_rollout_worker / add_critic_worker"),),
+    )
+)
+_check(
+    Check(
+        "rollout-name-unset",
+        "actor_rollout_ref.rollout.name is not set",
+        "rollout-name-missing",
+        stage="workers",
+        severity="later",
+        source=((">=0.6.0", "verl/workers/config/rollout.py RolloutConfig (name: ???)"),),
+    )
+)
+_check(
+    Check(
+        "rollout-mode-sync-removed",
+        "rollout.mode=sync was removed",
+        "rollout-mode-sync-removed",
+        stage="workers",
+        severity="later",
+        source=((">=0.7.0", "verl/workers/config/rollout.py RolloutConfig.__post_init__"),),
+    )
+)
+_check(
+    Check(
+        "dynamic-bsz-token-budget-too-small",
+        "the dynamic-batch token budget is below prompt + response length",
+        "dynamic-bsz-max-token-len-too-small",
+        stage="training",
+        severity="later",
+        source=((_ALL, "verl/utils/seqlen_balancing.py (max_token_len must be greater than the sequence length)"),),
+    )
+)
+_check(
+    Check(
+        "legacy-mini-batch-per-rank",
+        "the mini batch per data-parallel rank is below 1 or not a multiple of the micro batch",
+        "legacy-mini-batch-micro-divisibility",
+        stage="workers",
+        severity="later",
+        source=(("<0.8.0", "verl/workers/fsdp_workers.py ActorRolloutRefWorker.__init__ (normalisation)"),),
+    )
+)
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -328,8 +614,10 @@ def _adv_uses_critic_legacy(ctx: Ctx) -> bool:
         "NotImplementedError",
         f"RayPPOTrainer raises a bare NotImplementedError for algorithm.adv_estimator={est!r}: verl {ctx.release} "
         f"knows gae, {', '.join(known)}",
-        fixes=[Fix("use an estimator verl knows", [("algorithm.adv_estimator", "grpo", False)]),
-               Fix("or PPO with a critic", [("algorithm.adv_estimator", "gae", False)])],
+        fixes=[
+            Fix("use an estimator verl knows", [("algorithm.adv_estimator", "grpo", False)]),
+            Fix("or PPO with a critic", [("algorithm.adv_estimator", "gae", False)]),
+        ],
         keys=["algorithm.adv_estimator"],
     )
 
@@ -351,23 +639,44 @@ def use_reference(ctx: Ctx) -> bool:
 
 def _batch_fixes(ctx: Ctx, minimal: str) -> list[Fix]:
     return [
-        Fix("raise data.train_batch_size to the next size that divides evenly",
-            [("data.train_batch_size",
-              f"ceil(data.train_batch_size * {_R}.n / lcm({minimal}, {_R}.n)) * lcm({minimal}, {_R}.n) / {_R}.n", True)]),
-        Fix("or lower data.train_batch_size to the previous one",
-            [("data.train_batch_size",
-              f"max(1, data.train_batch_size * {_R}.n // lcm({minimal}, {_R}.n)) * lcm({minimal}, {_R}.n) / {_R}.n", True)]),
-        Fix("or use a GPU count that divides train_batch_size x rollout.n",
-            [("trainer.n_gpus_per_node", f"gcd(data.train_batch_size * {_R}.n, trainer.n_gpus_per_node)", True)]),
+        Fix(
+            "raise data.train_batch_size to the next size that divides evenly",
+            [
+                (
+                    "data.train_batch_size",
+                    f"ceil(data.train_batch_size * {_R}.n / lcm({minimal}, {_R}.n)) * lcm({minimal}, {_R}.n) / {_R}.n",
+                    True,
+                )
+            ],
+        ),
+        Fix(
+            "or lower data.train_batch_size to the previous one",
+            [
+                (
+                    "data.train_batch_size",
+                    f"max(1, data.train_batch_size * {_R}.n // lcm({minimal}, {_R}.n))"
+                    f" * lcm({minimal}, {_R}.n) / {_R}.n",
+                    True,
+                )
+            ],
+        ),
+        Fix(
+            "or use a GPU count that divides train_batch_size x rollout.n",
+            [("trainer.n_gpus_per_node", f"gcd(data.train_batch_size * {_R}.n, trainer.n_gpus_per_node)", True)],
+        ),
     ]
 
 
 def step_trainer_init(ctx: Ctx) -> None:
-    if not ctx.get(f"actor_rollout_ref.hybrid_engine"):
-        raise Violation("hybrid-engine-required", "Currently, only support hybrid engine", "AssertionError",
-                        "RayPPOTrainer asserts actor_rollout_ref.hybrid_engine",
-                        fixes=[Fix("turn the hybrid engine back on", [("actor_rollout_ref.hybrid_engine", True, False)])],
-                        keys=["actor_rollout_ref.hybrid_engine"])
+    if not ctx.get("actor_rollout_ref.hybrid_engine"):
+        raise Violation(
+            "hybrid-engine-required",
+            "Currently, only support hybrid engine",
+            "AssertionError",
+            "RayPPOTrainer asserts actor_rollout_ref.hybrid_engine",
+            fixes=[Fix("turn the hybrid engine back on", [("actor_rollout_ref.hybrid_engine", True, False)])],
+            keys=["actor_rollout_ref.hybrid_engine"],
+        )
 
 
 def step_critic_need_legacy(ctx: Ctx) -> None:
@@ -389,18 +698,34 @@ def step_batch_total(ctx: Ctx) -> None:
                 f"n_gpus ({n_gpus}) must be divisible by model_parallel_size ({mp}) times context_parallel_size ({cp})",
                 "AssertionError",
                 "Megatron splits the GPUs into tensor x pipeline x context parallel groups; the rest is data parallel",
-                fixes=[Fix("use parallel sizes whose product divides the GPU count",
-                            [(f"{_A}.megatron.tensor_model_parallel_size", "gcd(n_gpus, " + f"{_A}.megatron.tensor_model_parallel_size)", True)])],
+                fixes=[
+                    Fix(
+                        "use parallel sizes whose product divides the GPU count",
+                        [
+                            (
+                                f"{_A}.megatron.tensor_model_parallel_size",
+                                "gcd(n_gpus, " + f"{_A}.megatron.tensor_model_parallel_size)",
+                                True,
+                            )
+                        ],
+                    )
+                ],
             )
         dp = ctx.derive("megatron_dp", n_gpus // (mp * cp), "n_gpus // (TP x PP x CP)")
-        minimal = ctx.derive("minimal_bsz", dp * ctx.get(f"{_A}.ppo_micro_batch_size_per_gpu"),
-                             "megatron_dp x actor.ppo_micro_batch_size_per_gpu")
+        minimal = ctx.derive(
+            "minimal_bsz",
+            dp * ctx.get(f"{_A}.ppo_micro_batch_size_per_gpu"),
+            "megatron_dp x actor.ppo_micro_batch_size_per_gpu",
+        )
         minimal_name = "minimal_bsz"
     else:
         minimal = ctx.derive("minimal_bsz", n_gpus, "n_gpus")
         minimal_name = "n_gpus"
-    real = ctx.derive("real_train_batch_size", ctx.get("data.train_batch_size") * ctx.get(f"{_R}.n"),
-                      "data.train_batch_size * rollout.n")
+    real = ctx.derive(
+        "real_train_batch_size",
+        ctx.get("data.train_batch_size") * ctx.get(f"{_R}.n"),
+        "data.train_batch_size * rollout.n",
+    )
     if real % minimal != 0:
         raise Violation(
             "real-train-batch-not-divisible",
@@ -412,8 +737,9 @@ def step_batch_total(ctx: Ctx) -> None:
         )
 
 
-def _mutually_exclusive(ctx: Ctx, section: str, param: str, label: str, check_unset: str, check_both: str,
-                        example: int = 1) -> None:
+def _mutually_exclusive(
+    ctx: Ctx, section: str, param: str, label: str, check_unset: str, check_both: str, example: int = 1
+) -> None:
     mbs = ctx.get(f"{section}.{param}")
     per_gpu = ctx.get(f"{section}.{param}_per_gpu")
     if mbs is None and per_gpu is None:
@@ -421,8 +747,10 @@ def _mutually_exclusive(ctx: Ctx, section: str, param: str, label: str, check_un
             check_unset,
             f"[{label}] Please set at least one of '{label}.{param}' or '{label}.{param}_per_gpu'.",
             explanation=f"without dynamic batching verl needs a micro batch size for {section}",
-            fixes=[Fix(f"set {section}.{param}_per_gpu", [(f"{section}.{param}_per_gpu", example, False)]),
-                   Fix("or let verl pack micro batches by tokens", [(_dynamic_key(section), True, False)])],
+            fixes=[
+                Fix(f"set {section}.{param}_per_gpu", [(f"{section}.{param}_per_gpu", example, False)]),
+                Fix("or let verl pack micro batches by tokens", [(_dynamic_key(section), True, False)]),
+            ],
         )
     if mbs is not None and per_gpu is not None:
         raise Violation(
@@ -450,22 +778,35 @@ def step_legacy_micro(ctx: Ctx) -> None:
 def step_legacy_ref_micro(ctx: Ctx) -> None:
     if ctx.get(f"{_A}.use_dynamic_bsz") or not use_reference(ctx):
         return
-    _mutually_exclusive(ctx, _REF, "log_prob_micro_batch_size", _REF, "ref-log-prob-micro-batch-unset",
-                        "ref-log-prob-micro-batch-both-set")
+    _mutually_exclusive(
+        ctx,
+        _REF,
+        "log_prob_micro_batch_size",
+        _REF,
+        "ref-log-prob-micro-batch-unset",
+        "ref-log-prob-micro-batch-both-set",
+    )
 
 
 def step_rollout_micro(ctx: Ctx) -> None:
     if ctx.get(f"{_A}.use_dynamic_bsz"):
         return
-    _mutually_exclusive(ctx, _R, "log_prob_micro_batch_size", _R, "rollout-log-prob-micro-batch-unset",
-                        "rollout-log-prob-micro-batch-both-set")
+    _mutually_exclusive(
+        ctx,
+        _R,
+        "log_prob_micro_batch_size",
+        _R,
+        "rollout-log-prob-micro-batch-unset",
+        "rollout-log-prob-micro-batch-both-set",
+    )
 
 
 def step_legacy_critic_micro(ctx: Ctx) -> None:
     if not use_critic(ctx) or ctx.get("critic.use_dynamic_bsz"):
         return
-    _mutually_exclusive(ctx, "critic", "ppo_micro_batch_size", "critic", "critic-micro-batch-unset",
-                        "critic-micro-batch-both-set")
+    _mutually_exclusive(
+        ctx, "critic", "ppo_micro_batch_size", "critic", "critic-micro-batch-unset", "critic-micro-batch-both-set"
+    )
 
 
 def step_reward_model_micro(ctx: Ctx) -> None:
@@ -473,14 +814,26 @@ def step_reward_model_micro(ctx: Ctx) -> None:
         return
     if ctx.at(">=0.7.0") and ctx.get("reward_model.use_reward_loop"):
         return
-    _mutually_exclusive(ctx, "reward_model", "micro_batch_size", "reward_model", "reward-model-micro-batch-unset",
-                        "reward-model-micro-batch-both-set")
+    _mutually_exclusive(
+        ctx,
+        "reward_model",
+        "micro_batch_size",
+        "reward_model",
+        "reward-model-micro-batch-unset",
+        "reward-model-micro-batch-both-set",
+    )
 
 
 def _mini_fixes() -> list[Fix]:
     return [
-        Fix("lower ppo_mini_batch_size to the train batch", [(f"{_A}.ppo_mini_batch_size", "data.train_batch_size", True)]),
-        Fix("or raise data.train_batch_size to the mini batch", [("data.train_batch_size", f"{_A}.ppo_mini_batch_size", True)]),
+        Fix(
+            "lower ppo_mini_batch_size to the train batch",
+            [(f"{_A}.ppo_mini_batch_size", "data.train_batch_size", True)],
+        ),
+        Fix(
+            "or raise data.train_batch_size to the mini batch",
+            [("data.train_batch_size", f"{_A}.ppo_mini_batch_size", True)],
+        ),
     ]
 
 
@@ -488,23 +841,42 @@ def step_legacy_actor_batch(ctx: Ctx) -> None:
     if ctx.get(f"{_A}.use_dynamic_bsz"):
         return
     if not ctx.get("data.train_batch_size") >= ctx.get(f"{_A}.ppo_mini_batch_size"):
-        raise Violation("train-batch-smaller-than-mini-batch", "", "AssertionError",
-                        "a bare assert: data.train_batch_size >= actor.ppo_mini_batch_size", fixes=_mini_fixes())
+        raise Violation(
+            "train-batch-smaller-than-mini-batch",
+            "",
+            "AssertionError",
+            "a bare assert: data.train_batch_size >= actor.ppo_mini_batch_size",
+            fixes=_mini_fixes(),
+        )
     sp = ctx.opt(f"{_A}.ulysses_sequence_parallel_size", 1)
     mbs = ctx.get(f"{_A}.ppo_micro_batch_size")
     if mbs is not None:
         if ctx.get(f"{_A}.ppo_mini_batch_size") % mbs != 0:
-            raise Violation("actor-mini-not-divisible-by-micro", "", "AssertionError",
-                            "a bare assert: ppo_mini_batch_size % ppo_micro_batch_size == 0",
-                            fixes=[Fix("use the per-GPU micro batch instead",
-                                       [(f"{_A}.ppo_micro_batch_size", None, False),
-                                        (f"{_A}.ppo_micro_batch_size_per_gpu", 1, False)])])
+            raise Violation(
+                "actor-mini-not-divisible-by-micro",
+                "",
+                "AssertionError",
+                "a bare assert: ppo_mini_batch_size % ppo_micro_batch_size == 0",
+                fixes=[
+                    Fix(
+                        "use the per-GPU micro batch instead",
+                        [(f"{_A}.ppo_micro_batch_size", None, False), (f"{_A}.ppo_micro_batch_size_per_gpu", 1, False)],
+                    )
+                ],
+            )
         if not mbs * sp >= _n_gpus(ctx):
-            raise Violation("actor-micro-times-sp-below-gpus", "", "AssertionError",
-                            "a bare assert: ppo_micro_batch_size * ulysses_sequence_parallel_size >= n_gpus",
-                            fixes=[Fix("use the per-GPU micro batch instead",
-                                       [(f"{_A}.ppo_micro_batch_size", None, False),
-                                        (f"{_A}.ppo_micro_batch_size_per_gpu", 1, False)])])
+            raise Violation(
+                "actor-micro-times-sp-below-gpus",
+                "",
+                "AssertionError",
+                "a bare assert: ppo_micro_batch_size * ulysses_sequence_parallel_size >= n_gpus",
+                fixes=[
+                    Fix(
+                        "use the per-GPU micro batch instead",
+                        [(f"{_A}.ppo_micro_batch_size", None, False), (f"{_A}.ppo_micro_batch_size_per_gpu", 1, False)],
+                    )
+                ],
+            )
 
 
 _LEGACY_AGG = ["token-mean", "seq-mean-token-sum", "seq-mean-token-mean", "seq-mean-token-sum-norm"]
@@ -523,62 +895,92 @@ def step_loss_agg_mode(ctx: Ctx) -> None:
         import difflib
 
         close = difflib.get_close_matches(str(mode), allowed, n=1, cutoff=0.5)
-        raise Violation("loss-agg-mode-invalid", f"Invalid loss_agg_mode: {mode}",
-                        "AssertionError" if ctx.at("<0.6.0") else "ValueError",
-                        f"verl {ctx.release} accepts {', '.join(allowed)}",
-                        fixes=[Fix("use a mode verl knows", [(f"{_A}.loss_agg_mode", close[0] if close else "token-mean", False)])])
+        raise Violation(
+            "loss-agg-mode-invalid",
+            f"Invalid loss_agg_mode: {mode}",
+            "AssertionError" if ctx.at("<0.6.0") else "ValueError",
+            f"verl {ctx.release} accepts {', '.join(allowed)}",
+            fixes=[Fix("use a mode verl knows", [(f"{_A}.loss_agg_mode", close[0] if close else "token-mean", False)])],
+        )
 
 
 def step_legacy_critic_batch(ctx: Ctx) -> None:
     if not use_critic(ctx) or ctx.get("critic.use_dynamic_bsz"):
         return
     if not ctx.get("data.train_batch_size") >= ctx.get("critic.ppo_mini_batch_size"):
-        raise Violation("critic-train-batch-smaller-than-mini-batch", "", "AssertionError",
-                        "a bare assert: data.train_batch_size >= critic.ppo_mini_batch_size",
-                        fixes=[Fix("lower critic.ppo_mini_batch_size", [("critic.ppo_mini_batch_size", "data.train_batch_size", True)])])
+        raise Violation(
+            "critic-train-batch-smaller-than-mini-batch",
+            "",
+            "AssertionError",
+            "a bare assert: data.train_batch_size >= critic.ppo_mini_batch_size",
+            fixes=[
+                Fix("lower critic.ppo_mini_batch_size", [("critic.ppo_mini_batch_size", "data.train_batch_size", True)])
+            ],
+        )
     sp = ctx.opt("critic.ulysses_sequence_parallel_size", 1)
     mbs = ctx.get("critic.ppo_micro_batch_size")
     if mbs is not None:
         if ctx.get("critic.ppo_mini_batch_size") % mbs != 0:
-            raise Violation("critic-mini-not-divisible-by-micro", "", "AssertionError",
-                            "a bare assert: critic.ppo_mini_batch_size % critic.ppo_micro_batch_size == 0")
+            raise Violation(
+                "critic-mini-not-divisible-by-micro",
+                "",
+                "AssertionError",
+                "a bare assert: critic.ppo_mini_batch_size % critic.ppo_micro_batch_size == 0",
+            )
         if not mbs * sp >= _n_gpus(ctx):
-            raise Violation("critic-micro-times-sp-below-gpus", "", "AssertionError",
-                            "a bare assert: critic.ppo_micro_batch_size * ulysses size >= n_gpus")
+            raise Violation(
+                "critic-micro-times-sp-below-gpus",
+                "",
+                "AssertionError",
+                "a bare assert: critic.ppo_micro_batch_size * ulysses size >= n_gpus",
+            )
 
 
 def _remove_padding_fix(key: str) -> list[Fix]:
-    return [Fix("turn on remove-padding", [(key, True, False)]),
-            Fix("or turn off sequence parallelism", [])]
+    return [Fix("turn on remove-padding", [(key, True, False)]), Fix("or turn off sequence parallelism", [])]
 
 
 def step_legacy_ulysses(ctx: Ctx) -> None:
     strategies = {"fsdp"} if ctx.at("<0.5.0") else {"fsdp", "fsdp2"}
-    if ctx.get(f"{_A}.strategy") in strategies and (
-        ctx.opt(f"{_A}.ulysses_sequence_parallel_size", 1) > 1 or ctx.opt(f"{_REF}.ulysses_sequence_parallel_size", 1) > 1
+    if (
+        ctx.get(f"{_A}.strategy") in strategies
+        and (
+            ctx.opt(f"{_A}.ulysses_sequence_parallel_size", 1) > 1
+            or ctx.opt(f"{_REF}.ulysses_sequence_parallel_size", 1) > 1
+        )
+        and not ctx.get("actor_rollout_ref.model.use_remove_padding")
     ):
-        if not ctx.get("actor_rollout_ref.model.use_remove_padding"):
-            raise Violation("actor-ulysses-needs-remove-padding",
-                            "When using sequence parallelism for actor/ref policy, you must enable `use_remove_padding`.",
-                            "AssertionError", "Ulysses splits the packed (unpadded) sequences across ranks",
-                            fixes=_remove_padding_fix("actor_rollout_ref.model.use_remove_padding"))
-    if use_critic(ctx) and ctx.get("critic.strategy") in strategies:
-        if ctx.opt("critic.ulysses_sequence_parallel_size", 1) > 1 and not ctx.get("critic.model.use_remove_padding"):
-            raise Violation("critic-ulysses-needs-remove-padding",
-                            "When using sequence parallelism for critic, you must enable `use_remove_padding`.",
-                            "AssertionError", "Ulysses splits the packed (unpadded) sequences across ranks",
-                            fixes=_remove_padding_fix("critic.model.use_remove_padding"))
+        raise Violation(
+            "actor-ulysses-needs-remove-padding",
+            "When using sequence parallelism for actor/ref policy, you must enable `use_remove_padding`.",
+            "AssertionError",
+            "Ulysses splits the packed (unpadded) sequences across ranks",
+            fixes=_remove_padding_fix("actor_rollout_ref.model.use_remove_padding"),
+        )
+    critic_sp = use_critic(ctx) and ctx.get("critic.strategy") in strategies
+    sp_on = critic_sp and ctx.opt("critic.ulysses_sequence_parallel_size", 1) > 1
+    if sp_on and not ctx.get("critic.model.use_remove_padding"):
+        raise Violation(
+            "critic-ulysses-needs-remove-padding",
+            "When using sequence parallelism for critic, you must enable `use_remove_padding`.",
+            "AssertionError",
+            "Ulysses splits the packed (unpadded) sequences across ranks",
+            fixes=_remove_padding_fix("critic.model.use_remove_padding"),
+        )
 
 
 def step_val_do_sample(ctx: Ctx) -> None:
-    if ctx.get(f"{_R}.val_kwargs.do_sample"):
-        if not ctx.get(f"{_R}.temperature") > 0:
-            raise Violation("val-do-sample-zero-temperature",
-                            "validation gen temperature should be greater than 0 when enabling do_sample",
-                            "AssertionError",
-                            "verl checks rollout.temperature (not val_kwargs.temperature) when validation samples",
-                            fixes=[Fix("sample at a positive temperature", [(f"{_R}.temperature", 1.0, False)]),
-                                   Fix("or validate greedily", [(f"{_R}.val_kwargs.do_sample", False, False)])])
+    if ctx.get(f"{_R}.val_kwargs.do_sample") and not ctx.get(f"{_R}.temperature") > 0:
+        raise Violation(
+            "val-do-sample-zero-temperature",
+            "validation gen temperature should be greater than 0 when enabling do_sample",
+            "AssertionError",
+            "verl checks rollout.temperature (not val_kwargs.temperature) when validation samples",
+            fixes=[
+                Fix("sample at a positive temperature", [(f"{_R}.temperature", 1.0, False)]),
+                Fix("or validate greedily", [(f"{_R}.val_kwargs.do_sample", False, False)]),
+            ],
+        )
 
 
 def step_legacy_multi_turn(ctx: Ctx) -> None:
@@ -587,20 +989,32 @@ def step_legacy_multi_turn(ctx: Ctx) -> None:
     tool = ctx.get(f"{_R}.multi_turn.tool_config_path")
     if ctx.at("<0.4.1"):
         if tool is None:
-            raise Violation("multi-turn-needs-tool-config",
-                            "tool_config_path must be set when enabling multi_turn with tool, due to no role-playing support",
-                            "AssertionError", "multi-turn rollouts need a tool config")
+            raise Violation(
+                "multi-turn-needs-tool-config",
+                "tool_config_path must be set when enabling multi_turn with tool, due to no role-playing support",
+                "AssertionError",
+                "multi-turn rollouts need a tool config",
+            )
     elif tool is None and ctx.get(f"{_R}.multi_turn.interaction_config_path") is None:
-        raise Violation("multi-turn-needs-tool-config",
-                        "tool_config_path or interaction_config_path must be set when enabling multi_turn with tool, due "
-                        "to no role-playing support", "AssertionError", "multi-turn rollouts need a tool or interaction config")
+        raise Violation(
+            "multi-turn-needs-tool-config",
+            "tool_config_path or interaction_config_path must be set when enabling multi_turn with tool, due "
+            "to no role-playing support",
+            "AssertionError",
+            "multi-turn rollouts need a tool or interaction config",
+        )
     if ctx.get("algorithm.adv_estimator") not in ["grpo"]:
-        raise Violation("multi-turn-needs-grpo", "only GRPO is tested for multi-turn with tool", "AssertionError",
-                        "verl 0.4-0.5 allow multi-turn with tools only with GRPO",
-                        fixes=[Fix("use GRPO", [("algorithm.adv_estimator", "grpo", False)])])
+        raise Violation(
+            "multi-turn-needs-grpo",
+            "only GRPO is tested for multi-turn with tool",
+            "AssertionError",
+            "verl 0.4-0.5 allow multi-turn with tools only with GRPO",
+            fixes=[Fix("use GRPO", [("algorithm.adv_estimator", "grpo", False)])],
+        )
 
 
 # -- 0.6+: the actor and critic dataclasses ---------------------------------------------------------------------
+
 
 def _fields_check(ctx: Ctx, section: str) -> None:
     """``hydra.utils.instantiate`` of a ``_target_`` section passes every key as a keyword argument: a key added
@@ -616,10 +1030,14 @@ def _fields_check(ctx: Ctx, section: str) -> None:
             continue
         arg = key[len(owner) + 1 :].split(".", 1)[0]
         cls = str(keys[f"{owner}._target_"].get("default", "")).rsplit(".", 1)[-1]
-        raise Violation("unexpected-dataclass-field",
-                        f"{cls}.__init__() got an unexpected keyword argument '{arg}'", "TypeError",
-                        f"{owner} becomes verl's {cls} dataclass, which has no field {arg}",
-                        fixes=[Fix(f"drop {key}", [])], keys=[key])
+        raise Violation(
+            "unexpected-dataclass-field",
+            f"{cls}.__init__() got an unexpected keyword argument '{arg}'",
+            "TypeError",
+            f"{owner} becomes verl's {cls} dataclass, which has no field {arg}",
+            fixes=[Fix(f"drop {key}", [])],
+            keys=[key],
+        )
 
 
 def _target_owner(key: str, keys: dict[str, dict[str, Any]]) -> str | None:
@@ -644,7 +1062,9 @@ def step_actor_dataclass(ctx: Ctx) -> None:
                 "Please remove 'actor.ppo_micro_batch_size' because only '*_ppo_micro_batch_size_per_gpu' is "
                 "supported (the former is deprecated).",
                 explanation="actor.ppo_micro_batch_size is deprecated and cannot be set beside its _per_gpu twin",
-                fixes=[Fix("drop the deprecated actor.ppo_micro_batch_size", [(f"{_A}.ppo_micro_batch_size", None, False)])],
+                fixes=[
+                    Fix("drop the deprecated actor.ppo_micro_batch_size", [(f"{_A}.ppo_micro_batch_size", None, False)])
+                ],
             )
         if mbs is None and per_gpu is None:
             raise Violation(
@@ -653,8 +1073,10 @@ def step_actor_dataclass(ctx: Ctx) -> None:
                 "'actor.ppo_micro_batch_size_per_gpu' if use_dynamic_bsz is not enabled.",
                 "AssertionError",
                 "without dynamic batching verl needs the actor's micro batch size",
-                fixes=[Fix("set the per-GPU micro batch", [(f"{_A}.ppo_micro_batch_size_per_gpu", 1, False)]),
-                       Fix("or let verl pack micro batches by tokens", [(f"{_A}.use_dynamic_bsz", True, False)])],
+                fixes=[
+                    Fix("set the per-GPU micro batch", [(f"{_A}.ppo_micro_batch_size_per_gpu", 1, False)]),
+                    Fix("or let verl pack micro batches by tokens", [(f"{_A}.use_dynamic_bsz", True, False)]),
+                ],
             )
     step_loss_agg_mode(ctx)
 
@@ -666,44 +1088,77 @@ def step_actor_validate(ctx: Ctx) -> None:
     if not ctx.get(f"{_A}.use_dynamic_bsz"):
         mini = ctx.get(f"{_A}.ppo_mini_batch_size")
         if train < mini:
-            raise Violation("train-batch-smaller-than-mini-batch",
-                            f"train_batch_size ({train}) must be >= actor.ppo_mini_batch_size ({mini})",
-                            explanation="a mini batch is a slice of the train batch", fixes=_mini_fixes())
+            raise Violation(
+                "train-batch-smaller-than-mini-batch",
+                f"train_batch_size ({train}) must be >= actor.ppo_mini_batch_size ({mini})",
+                explanation="a mini batch is a slice of the train batch",
+                fixes=_mini_fixes(),
+            )
         sp = ctx.opt(f"{_A}.ulysses_sequence_parallel_size", 1) if ctx.get(f"{_A}.strategy") in ("fsdp", "fsdp2") else 1
         mbs = ctx.get(f"{_A}.ppo_micro_batch_size")
         if mbs is not None:
             if mini % mbs != 0:
-                raise Violation("actor-mini-not-divisible-by-micro",
-                                f"ppo_mini_batch_size ({mini}) must be divisible by ppo_micro_batch_size ({mbs})",
-                                explanation="the deprecated global micro batch must divide the mini batch",
-                                fixes=[Fix("use the per-GPU micro batch instead",
-                                           [(f"{_A}.ppo_micro_batch_size", None, False),
-                                            (f"{_A}.ppo_micro_batch_size_per_gpu", 1, False)])])
+                raise Violation(
+                    "actor-mini-not-divisible-by-micro",
+                    f"ppo_mini_batch_size ({mini}) must be divisible by ppo_micro_batch_size ({mbs})",
+                    explanation="the deprecated global micro batch must divide the mini batch",
+                    fixes=[
+                        Fix(
+                            "use the per-GPU micro batch instead",
+                            [
+                                (f"{_A}.ppo_micro_batch_size", None, False),
+                                (f"{_A}.ppo_micro_batch_size_per_gpu", 1, False),
+                            ],
+                        )
+                    ],
+                )
             if mbs * sp < n_gpus:
-                raise Violation("actor-micro-times-sp-below-gpus",
-                                f"ppo_micro_batch_size ({mbs}) * ulysses_sequence_parallel_size ({sp}) must be >= "
-                                f"n_gpus ({n_gpus})",
-                                explanation="the deprecated global micro batch is split over the GPUs",
-                                fixes=[Fix("use the per-GPU micro batch instead",
-                                           [(f"{_A}.ppo_micro_batch_size", None, False),
-                                            (f"{_A}.ppo_micro_batch_size_per_gpu", 1, False)])])
+                raise Violation(
+                    "actor-micro-times-sp-below-gpus",
+                    f"ppo_micro_batch_size ({mbs}) * ulysses_sequence_parallel_size ({sp}) must be >= "
+                    f"n_gpus ({n_gpus})",
+                    explanation="the deprecated global micro batch is split over the GPUs",
+                    fixes=[
+                        Fix(
+                            "use the per-GPU micro batch instead",
+                            [
+                                (f"{_A}.ppo_micro_batch_size", None, False),
+                                (f"{_A}.ppo_micro_batch_size_per_gpu", 1, False),
+                            ],
+                        )
+                    ],
+                )
     strategy = ctx.get(f"{_A}.strategy")
-    if strategy in ("fsdp", "fsdp2") and ctx.opt(f"{_A}.ulysses_sequence_parallel_size", 1) > 1:
-        if not ctx.opt("actor_rollout_ref.model.use_remove_padding", False):
-            raise Violation("actor-ulysses-needs-remove-padding",
-                            "When using sequence parallelism for actor/ref policy, you must enable `use_remove_padding`.",
-                            explanation="Ulysses splits the packed (unpadded) sequences across ranks",
-                            fixes=_remove_padding_fix("actor_rollout_ref.model.use_remove_padding"))
+    sp_on = strategy in ("fsdp", "fsdp2") and ctx.opt(f"{_A}.ulysses_sequence_parallel_size", 1) > 1
+    if sp_on and not ctx.opt("actor_rollout_ref.model.use_remove_padding", False):
+        raise Violation(
+            "actor-ulysses-needs-remove-padding",
+            "When using sequence parallelism for actor/ref policy, you must enable `use_remove_padding`.",
+            explanation="Ulysses splits the packed (unpadded) sequences across ranks",
+            fixes=_remove_padding_fix("actor_rollout_ref.model.use_remove_padding"),
+        )
 
 
 def step_ref_rollout_micro(ctx: Ctx) -> None:
     if ctx.get(f"{_A}.use_dynamic_bsz"):
         return
     if use_reference(ctx):
-        _mutually_exclusive(ctx, _REF, "log_prob_micro_batch_size", _REF, "ref-log-prob-micro-batch-unset",
-                            "ref-log-prob-micro-batch-both-set")
-    _mutually_exclusive(ctx, _R, "log_prob_micro_batch_size", _R, "rollout-log-prob-micro-batch-unset",
-                        "rollout-log-prob-micro-batch-both-set")
+        _mutually_exclusive(
+            ctx,
+            _REF,
+            "log_prob_micro_batch_size",
+            _REF,
+            "ref-log-prob-micro-batch-unset",
+            "ref-log-prob-micro-batch-both-set",
+        )
+    _mutually_exclusive(
+        ctx,
+        _R,
+        "log_prob_micro_batch_size",
+        _R,
+        "rollout-log-prob-micro-batch-unset",
+        "rollout-log-prob-micro-batch-both-set",
+    )
 
 
 def step_critic_dataclass(ctx: Ctx) -> None:
@@ -714,32 +1169,42 @@ def step_critic_dataclass(ctx: Ctx) -> None:
         mbs = ctx.get("critic.ppo_micro_batch_size")
         per_gpu = ctx.get("critic.ppo_micro_batch_size_per_gpu")
         if mbs is None and per_gpu is None:
-            raise Violation("critic-micro-batch-unset",
-                            "[critic] Please set at least one of 'critic.micro_batch_size' or "
-                            "'critic.micro_batch_size_per_gpu'.",
-                            explanation="the critic is used (algorithm.adv_estimator=gae or critic.enable) and needs a "
-                            "micro batch size without dynamic batching",
-                            fixes=[Fix("set the critic's per-GPU micro batch", [("critic.ppo_micro_batch_size_per_gpu", 1, False)]),
-                                   Fix("or train without a critic (GRPO)", [("algorithm.adv_estimator", "grpo", False)])])
+            raise Violation(
+                "critic-micro-batch-unset",
+                "[critic] Please set at least one of 'critic.micro_batch_size' or 'critic.micro_batch_size_per_gpu'.",
+                explanation="the critic is used (algorithm.adv_estimator=gae or critic.enable) and needs a "
+                "micro batch size without dynamic batching",
+                fixes=[
+                    Fix("set the critic's per-GPU micro batch", [("critic.ppo_micro_batch_size_per_gpu", 1, False)]),
+                    Fix("or train without a critic (GRPO)", [("algorithm.adv_estimator", "grpo", False)]),
+                ],
+            )
         if mbs is not None and per_gpu is not None:
-            raise Violation("critic-micro-batch-both-set",
-                            "[critic] You have set both 'critic.micro_batch_size' AND 'critic.micro_batch_size_per_gpu'. "
-                            "Please remove 'critic.micro_batch_size' because only '*_micro_batch_size_per_gpu' is "
-                            "supported (the former is deprecated).",
-                            explanation="critic.ppo_micro_batch_size is deprecated",
-                            fixes=[Fix("drop critic.ppo_micro_batch_size", [("critic.ppo_micro_batch_size", None, False)])])
+            raise Violation(
+                "critic-micro-batch-both-set",
+                "[critic] You have set both 'critic.micro_batch_size' AND 'critic.micro_batch_size_per_gpu'. "
+                "Please remove 'critic.micro_batch_size' because only '*_micro_batch_size_per_gpu' is "
+                "supported (the former is deprecated).",
+                explanation="critic.ppo_micro_batch_size is deprecated",
+                fixes=[Fix("drop critic.ppo_micro_batch_size", [("critic.ppo_micro_batch_size", None, False)])],
+            )
         if mbs is not None:
             mini = ctx.get("critic.ppo_mini_batch_size")
             if mini % mbs != 0:
-                raise Violation("critic-mini-not-divisible-by-micro",
-                                f"[critic] ppo_mini_batch_size ({mini}) must be divisible by ppo_micro_batch_size ({mbs})",
-                                explanation="the deprecated global micro batch must divide the mini batch")
-    if ctx.at("<0.8.0") and ctx.get("critic.strategy") in ("fsdp", "fsdp2"):
-        if ctx.opt("critic.ulysses_sequence_parallel_size", 1) > 1 and not ctx.opt("critic.model.use_remove_padding", False):
-            raise Violation("critic-ulysses-needs-remove-padding",
-                            "When using sequence parallelism for critic, you must enable `use_remove_padding`.",
-                            explanation="Ulysses splits the packed (unpadded) sequences across ranks",
-                            fixes=_remove_padding_fix("critic.model.use_remove_padding"))
+                raise Violation(
+                    "critic-mini-not-divisible-by-micro",
+                    f"[critic] ppo_mini_batch_size ({mini}) must be divisible by ppo_micro_batch_size ({mbs})",
+                    explanation="the deprecated global micro batch must divide the mini batch",
+                )
+    critic_sp = ctx.at("<0.8.0") and ctx.get("critic.strategy") in ("fsdp", "fsdp2")
+    sp_on = critic_sp and ctx.opt("critic.ulysses_sequence_parallel_size", 1) > 1
+    if sp_on and not ctx.opt("critic.model.use_remove_padding", False):
+        raise Violation(
+            "critic-ulysses-needs-remove-padding",
+            "When using sequence parallelism for critic, you must enable `use_remove_padding`.",
+            explanation="Ulysses splits the packed (unpadded) sequences across ranks",
+            fixes=_remove_padding_fix("critic.model.use_remove_padding"),
+        )
 
 
 def step_critic_validate(ctx: Ctx) -> None:
@@ -748,20 +1213,26 @@ def step_critic_validate(ctx: Ctx) -> None:
     train = ctx.get("data.train_batch_size")
     mini = ctx.get("critic.ppo_mini_batch_size")
     if train < mini:
-        raise Violation("critic-train-batch-smaller-than-mini-batch",
-                        f"train_batch_size ({train}) must be >= critic.ppo_mini_batch_size ({mini})",
-                        explanation="a mini batch is a slice of the train batch",
-                        fixes=[Fix("lower critic.ppo_mini_batch_size", [("critic.ppo_mini_batch_size", "data.train_batch_size", True)])])
+        raise Violation(
+            "critic-train-batch-smaller-than-mini-batch",
+            f"train_batch_size ({train}) must be >= critic.ppo_mini_batch_size ({mini})",
+            explanation="a mini batch is a slice of the train batch",
+            fixes=[
+                Fix("lower critic.ppo_mini_batch_size", [("critic.ppo_mini_batch_size", "data.train_batch_size", True)])
+            ],
+        )
     if ctx.get("critic.strategy") in ("fsdp", "fsdp2"):
         mbs = ctx.get("critic.ppo_micro_batch_size")
         if mbs is not None:
             sp = ctx.opt("critic.ulysses_sequence_parallel_size", 1)
             n_gpus = _n_gpus(ctx)
             if mbs * sp < n_gpus:
-                raise Violation("critic-micro-times-sp-below-gpus",
-                                f"critic.ppo_micro_batch_size ({mbs}) * ulysses_sequence_parallel_size ({sp}) must be >= "
-                                f"n_gpus ({n_gpus})",
-                                explanation="the deprecated global micro batch is split over the GPUs")
+                raise Violation(
+                    "critic-micro-times-sp-below-gpus",
+                    f"critic.ppo_micro_batch_size ({mbs}) * ulysses_sequence_parallel_size ({sp}) must be >= "
+                    f"n_gpus ({n_gpus})",
+                    explanation="the deprecated global micro batch is split over the GPUs",
+                )
 
 
 def step_lora(ctx: Ctx) -> None:
@@ -770,9 +1241,13 @@ def step_lora(ctx: Ctx) -> None:
     if ctx.at("<0.7.1"):
         rank = ctx.opt("actor_rollout_ref.model.lora_rank", 0)
         if rank > 0 and ctx.get(f"{_R}.name") == "vllm" and not rank <= 512:
-            raise Violation("lora-rank-too-large-vllm", "LoRA rank in vLLM must be less than or equal to 512",
-                            "AssertionError", "vLLM serves LoRA adapters up to rank 512",
-                            fixes=[Fix("use a rank vLLM supports", [("actor_rollout_ref.model.lora_rank", 512, False)])])
+            raise Violation(
+                "lora-rank-too-large-vllm",
+                "LoRA rank in vLLM must be less than or equal to 512",
+                "AssertionError",
+                "vLLM serves LoRA adapters up to rank 512",
+                fixes=[Fix("use a rank vLLM supports", [("actor_rollout_ref.model.lora_rank", 512, False)])],
+            )
         return
     rank = ctx.opt("actor_rollout_ref.model.lora.rank", 0)
     if rank <= 0:
@@ -780,10 +1255,13 @@ def step_lora(ctx: Ctx) -> None:
     if ctx.opt("actor_rollout_ref.model.lora.merge", False):
         rank = 0
     if rank > 0 and ctx.get(f"{_R}.name") == "vllm":
-        raise Violation("lora-vllm-import",
-                        "validate_config imports vLLM to check the LoRA rank: without vLLM installed where the job starts "
-                        "it raises \"vllm version None not supported\"", "ValueError",
-                        "with LoRA and rollout.name=vllm, validation needs vLLM importable in the driver's environment")
+        raise Violation(
+            "lora-vllm-import",
+            "validate_config imports vLLM to check the LoRA rank: without vLLM installed where the job starts "
+            'it raises "vllm version None not supported"',
+            "ValueError",
+            "with LoRA and rollout.name=vllm, validation needs vLLM importable in the driver's environment",
+        )
 
 
 def step_rollout_later(ctx: Ctx) -> None:
@@ -791,43 +1269,126 @@ def step_rollout_later(ctx: Ctx) -> None:
     if ctx.at(">=0.6.0"):
         ctx.get(f"{_R}.name")  # a '???' raises MissingMandatoryValue here
     if ctx.at(">=0.7.0") and ctx.get(f"{_R}.mode") == "sync":
-        raise Violation("rollout-mode-sync-removed",
-                        "Rollout mode 'sync' has been removed. Please set `actor_rollout_ref.rollout.mode=async` or "
-                        "remove the mode setting to use the default async mode.",
-                        explanation="verl 0.7 removed the synchronous rollout; the key still exists",
-                        fixes=[Fix("use the async rollout", [(f"{_R}.mode", "async", False)])])
+        raise Violation(
+            "rollout-mode-sync-removed",
+            "Rollout mode 'sync' has been removed. Please set `actor_rollout_ref.rollout.mode=async` or "
+            "remove the mode setting to use the default async mode.",
+            explanation="verl 0.7 removed the synchronous rollout; the key still exists",
+            fixes=[Fix("use the async rollout", [(f"{_R}.mode", "async", False)])],
+        )
 
 
 def step_token_budget(ctx: Ctx) -> None:
     """seqlen_balancing asserts max_token_len >= the longest sequence at the first step with dynamic batching."""
     longest = ctx.get("data.max_prompt_length") + ctx.get("data.max_response_length")
     ctx.derive("max_seq_len", longest, "data.max_prompt_length + data.max_response_length")
-    for section, flag, budget in (
+    for _section, flag, budget in (
         (_A, f"{_A}.use_dynamic_bsz", f"{_A}.ppo_max_token_len_per_gpu"),
         (_R, f"{_R}.log_prob_use_dynamic_bsz", f"{_R}.log_prob_max_token_len_per_gpu"),
     ):
         if ctx.opt(flag, False) and ctx.opt(budget) is not None and ctx.get(budget) < longest:
-            raise Violation("dynamic-bsz-token-budget-too-small",
-                            f"max_token_len must be greater than the sequence length. Got max_token_len="
-                            f"{ctx.get(budget)} and max_seq_len={longest}", "AssertionError",
-                            f"with dynamic batching each micro batch holds up to {budget} tokens, and one sequence can "
-                            "be prompt + response long",
-                            fixes=[Fix(f"raise {budget}", [(budget, "data.max_prompt_length + data.max_response_length", True)])],
-                            keys=[budget])
+            raise Violation(
+                "dynamic-bsz-token-budget-too-small",
+                f"max_token_len must be greater than the sequence length. Got max_token_len="
+                f"{ctx.get(budget)} and max_seq_len={longest}",
+                "AssertionError",
+                f"with dynamic batching each micro batch holds up to {budget} tokens, and one sequence can "
+                "be prompt + response long",
+                fixes=[Fix(f"raise {budget}", [(budget, "data.max_prompt_length + data.max_response_length", True)])],
+                keys=[budget],
+            )
+
+
+def _strategy_unknown(section: str, value: Any) -> Violation:
+    return Violation(
+        "strategy-unknown",
+        "",
+        "NotImplementedError",
+        f"TaskRunner knows the strategies fsdp, fsdp2 and megatron; {section}.strategy={value!r} raises a "
+        "bare NotImplementedError",
+        fixes=[Fix("use FSDP", [(f"{section}.strategy", "fsdp", False)])],
+        keys=[f"{section}.strategy"],
+    )
+
+
+def step_task_runner(ctx: Ctx) -> None:
+    """TaskRunner.run before validation (0.4-0.7): the worker classes are chosen by strategy."""
+    strategy = ctx.get(f"{_A}.strategy")
+    if ctx.at("<0.6.0"):
+        if strategy in ["fsdp", "fsdp2"]:
+            if ctx.get("critic.strategy") not in ["fsdp", "fsdp2"]:
+                raise Violation(
+                    "strategy-unknown",
+                    "",
+                    "AssertionError",
+                    "with an FSDP actor, verl 0.4-0.5 assert an FSDP critic (critic.strategy)",
+                    fixes=[Fix("use FSDP for the critic too", [("critic.strategy", strategy, False)])],
+                    keys=["critic.strategy"],
+                )
+        elif strategy == "megatron":
+            if strategy != ctx.get("critic.strategy"):
+                raise Violation(
+                    "strategy-unknown",
+                    "",
+                    "AssertionError",
+                    "with a Megatron actor, verl 0.4-0.5 assert a Megatron critic",
+                    keys=["critic.strategy"],
+                )
+        else:
+            raise _strategy_unknown(_A, strategy)
+        if ctx.get("reward_model.enable") and ctx.get("reward_model.strategy") not in ["fsdp", "fsdp2", "megatron"]:
+            raise _strategy_unknown("reward_model", ctx.get("reward_model.strategy"))
+        return
+    legacy = ctx.get("trainer.use_legacy_worker_impl")
+    if not (ctx.at(">=0.7.0") and legacy == "disable") and strategy not in {"fsdp", "fsdp2", "megatron"}:
+        raise _strategy_unknown(_A, strategy)
+    critic = ctx.get("critic.strategy")
+    if critic in {"fsdp", "fsdp2"}:
+        if legacy not in ["auto", "enable", "disable"]:
+            raise Violation(
+                "strategy-unknown",
+                f"Invalid use_legacy_worker_impl: {legacy}",
+                explanation="trainer.use_legacy_worker_impl takes auto, enable or disable",
+                fixes=[Fix("use the default", [("trainer.use_legacy_worker_impl", "auto", False)])],
+                keys=["trainer.use_legacy_worker_impl"],
+            )
+    elif critic != "megatron":
+        raise _strategy_unknown("critic", critic)
 
 
 def steps(release: str) -> list[Step]:
     """The steps of ``release`` in verl's order."""
     if in_range(release, "<0.6.0"):
-        return [step_trainer_init, step_critic_need_legacy, step_batch_total, step_legacy_micro,
-                step_legacy_ref_micro, step_rollout_micro, step_legacy_critic_micro, step_reward_model_micro,
-                step_legacy_actor_batch, step_loss_agg_mode, step_legacy_critic_batch, step_legacy_ulysses,
-                step_val_do_sample, step_legacy_multi_turn, step_token_budget]
-    out: list[Step] = [step_batch_total, step_actor_dataclass, step_actor_validate, step_ref_rollout_micro]
+        return [
+            step_task_runner,
+            step_trainer_init,
+            step_critic_need_legacy,
+            step_batch_total,
+            step_legacy_micro,
+            step_legacy_ref_micro,
+            step_rollout_micro,
+            step_legacy_critic_micro,
+            step_reward_model_micro,
+            step_legacy_actor_batch,
+            step_loss_agg_mode,
+            step_legacy_critic_batch,
+            step_legacy_ulysses,
+            step_val_do_sample,
+            step_legacy_multi_turn,
+            step_token_budget,
+        ]
+    out: list[Step] = [step_task_runner] if in_range(release, "<0.8.0") else []
+    out += [step_batch_total, step_actor_dataclass, step_actor_validate, step_ref_rollout_micro]
     if in_range(release, "<0.7.1"):
         out.append(step_reward_model_micro)
-    out += [step_critic_dataclass, step_critic_validate, step_val_do_sample, step_lora, step_rollout_later,
-            step_token_budget]
+    out += [
+        step_critic_dataclass,
+        step_critic_validate,
+        step_val_do_sample,
+        step_lora,
+        step_rollout_later,
+        step_token_budget,
+    ]
     return out
 
 
@@ -842,8 +1403,16 @@ def run_steps(cfg: Composed) -> Iterator[tuple[Violation | None, Ctx, str | None
         except Skip as s:
             yield None, ctx, s.why
         except TypeError as exc:
-            yield Violation("config-value-type-error", str(exc), "TypeError",
-                            "a value of the wrong type (a string where verl computes with a number)"), ctx, None
+            yield (
+                Violation(
+                    "config-value-type-error",
+                    str(exc),
+                    "TypeError",
+                    "a value of the wrong type (a string where verl computes with a number)",
+                ),
+                ctx,
+                None,
+            )
         else:
             yield None, ctx, None
 

@@ -53,9 +53,7 @@ class Composed:
         self.maps: set[str] = set()
         for key, node in release_keys(release).items():
             kind = node.get("kind")
-            if kind == "map":
-                self.maps.add(key)
-            elif kind == "open_map":
+            if kind == "map" or kind == "open_map":
                 self.maps.add(key)
             elif kind == "missing":
                 self.slots[key] = Slot(MISSING, "default")

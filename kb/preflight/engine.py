@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 from kb import __version__
 from kb.fixexpr import ExprError, evaluate
@@ -14,9 +14,9 @@ from kb.preflight.checks import CHECKS, Ctx, Fix, Violation, run_steps, steps
 from kb.preflight.compose import Composed, Missing, Unknown
 from kb.preflight.hydra_stage import HydraProblem, entry_for_key, hydra_problems
 from kb.preflight.inputs import PLACEHOLDER
-from kb.preflight.models import PreflightFinding, PreflightResult, PreflightValue
+from kb.preflight.models import PreflightFinding, PreflightResult, PreflightValue, Severity, Stage
 from kb.result import FixAlternative, RenderedOverride
-from kb.versions import KNOWN_RELEASES, LATEST_RELEASE, nearest_release, parse_version
+from kb.versions import KNOWN_RELEASES, LATEST_RELEASE, in_range, nearest_release, parse_version
 
 #: the stage of each step that runs after verl's start-up validation
 _LATER_STEPS = {"step_rollout_later": "workers", "step_token_budget": "training"}
@@ -46,7 +46,7 @@ def _value_of(cfg: Composed, key: str, ctx: Ctx | None = None) -> PreflightValue
     if ctx is not None and key in ctx.derived:
         value, how = ctx.derived[key]
         return PreflightValue(key=key, value=_show(value), source="derived", note=f"= {how}")
-    value, via = cfg.resolve(key) if key in cfg.slots else (None, [])
+    value, _via = cfg.resolve(key) if key in cfg.slots else (None, [])
     source, touched = cfg.source(key)
     note = None
     if source == "derived":
@@ -85,15 +85,22 @@ def _render_fix(fix: Fix, release: str, numbers: dict[str, float]) -> list[Rende
                 result = None
             if result is None:
                 continue
-            value = int(math.ceil(result - 1e-9)) if float(result).is_integer() or abs(result - round(result)) < 1e-9 else result
+            value = (
+                math.ceil(result - 1e-9) if float(result).is_integer() or abs(result - round(result)) < 1e-9 else result
+            )
             value = max(1, value) if isinstance(value, int) else value
             current = numbers.get(key)
             if current is not None and float(value) == current:
                 continue  # the computation gives back the value that fails: no fix along this line
             computed = f"= {_expr_text(expr, numbers)}"
         lines.append(
-            RenderedOverride(key=key, value=render_value(value), line=render_override(key, value, release),
-                             verl=f"=={release}", computed=computed)
+            RenderedOverride(
+                key=key,
+                value=render_value(value),
+                line=render_override(key, value, release),
+                verl=f"=={release}",
+                computed=computed,
+            )
         )
     return lines
 
@@ -101,12 +108,17 @@ def _render_fix(fix: Fix, release: str, numbers: dict[str, float]) -> list[Rende
 def _expr_text(expr: str, numbers: dict[str, float]) -> str:
     from kb.fixexpr import expr_keys
 
-    used = ", ".join(f"{k}={_show(int(numbers[k]) if numbers[k].is_integer() else numbers[k])}"
-                     for k in expr_keys(expr) if k in numbers)
+    used = ", ".join(
+        f"{k}={_show(int(numbers[k]) if numbers[k].is_integer() else numbers[k])}"
+        for k in expr_keys(expr)
+        if k in numbers
+    )
     return f"{expr} with {used}" if used else expr
 
 
-def _fixes(fixes: list[Fix], release: str, numbers: dict[str, float]) -> tuple[list[RenderedOverride], list[FixAlternative]]:
+def _fixes(
+    fixes: list[Fix], release: str, numbers: dict[str, float]
+) -> tuple[list[RenderedOverride], list[FixAlternative]]:
     main: list[RenderedOverride] = []
     alternatives: list[FixAlternative] = []
     for fix in fixes:
@@ -129,10 +141,15 @@ def _hydra_finding(p: HydraProblem, release: str) -> PreflightFinding:
         value = parsed.value if parsed and parsed.value is not None else ""
         overrides.append(RenderedOverride(key=key, value=value, line=v.suggestion, verl=f"=={release}"))
     return PreflightFinding(
-        check=p.check, stage="hydra", severity="error", message=p.message, explanation=v.message,
+        check=p.check,
+        stage="hydra",
+        severity="error",
+        message=p.message,
+        explanation=v.message,
         exception=p.exception,
         values=[PreflightValue(key=v.key or v.text, value=v.text, source="override", note=None)],
-        entry=p.entry, verl_source="hydra/_internal/config_loader_impl.py (Hydra 1.3, as verl pins it)",
+        entry=p.entry,
+        verl_source="hydra/_internal/config_loader_impl.py (Hydra 1.3, as verl pins it)",
         overrides=overrides,
     )
 
@@ -154,9 +171,17 @@ def _step_finding(v: Violation, ctx: Ctx, cfg: Composed, stage: str) -> Prefligh
     if v.check == "unexpected-dataclass-field":
         entry = entry_for_key(keys[0]) if keys else entry
     return PreflightFinding(
-        check=v.check, stage=stage, severity=severity, message=v.message or f"{v.exception} (verl gives no message)",  # type: ignore[arg-type]
-        explanation=v.explanation or check.title, exception=v.exception, values=values, entry=entry,
-        verl_source=check.source_at(cfg.release), overrides=main, alternatives=alternatives,
+        check=v.check,
+        stage=cast(Stage, stage),
+        severity=cast(Severity, severity),
+        message=v.message or f"{v.exception} (verl gives no message)",
+        explanation=v.explanation or check.title,
+        exception=v.exception,
+        values=values,
+        entry=entry,
+        verl_source=check.source_at(cfg.release),
+        overrides=main,
+        alternatives=alternatives,
     )
 
 
@@ -168,7 +193,7 @@ def _value_findings(verdicts: list[OverrideVerdict], hydra_bad: set[int], releas
         if i in hydra_bad or v.status == "ok" or v.key in _STEP_KEYS:
             continue
         if v.status == "bad_value" and v.fails:
-            if v.key == "algorithm.adv_estimator" and release < "0.6.0":
+            if v.key == "algorithm.adv_estimator" and in_range(release, "<0.6.0"):
                 continue  # the trainer's own step raises it
             check, stage, severity = "value-rejected-later", "workers", "later"
             if "as one string" in v.message:
@@ -180,14 +205,26 @@ def _value_findings(verdicts: list[OverrideVerdict], hydra_bad: set[int], releas
         overrides = []
         if v.suggestion:
             parsed = parse_override(v.suggestion.strip("'"))
-            overrides.append(RenderedOverride(key=parsed.key if parsed else v.key,
-                                              value=(parsed.value or "") if parsed else "",
-                                              line=v.suggestion, verl=f"=={release}"))
-        out.append(PreflightFinding(
-            check=check, stage=stage, severity=severity, message=v.message, explanation=v.message,  # type: ignore[arg-type]
-            values=[PreflightValue(key=v.key, value=v.text, source="override")],
-            entry=_value_entry(v), overrides=overrides,
-        ))
+            overrides.append(
+                RenderedOverride(
+                    key=parsed.key if parsed else v.key,
+                    value=(parsed.value or "") if parsed else "",
+                    line=v.suggestion,
+                    verl=f"=={release}",
+                )
+            )
+        out.append(
+            PreflightFinding(
+                check=check,
+                stage=cast(Stage, stage),
+                severity=cast(Severity, severity),
+                message=v.message,
+                explanation=v.message,
+                values=[PreflightValue(key=v.key, value=v.text, source="override")],
+                entry=_value_entry(v),
+                overrides=overrides,
+            )
+        )
     return out
 
 
@@ -209,15 +246,25 @@ def _dedupe(findings: list[PreflightFinding]) -> list[PreflightFinding]:
     seen: set[tuple[str, str]] = set()
     out = []
     for f in findings:
-        key = (f.check, f.message if f.check != "config-value-type-error" else ",".join(v.key for v in f.values if v.source == "override"))
+        key = (
+            f.check,
+            f.message
+            if f.check != "config-value-type-error"
+            else ",".join(v.key for v in f.values if v.source == "override"),
+        )
         if key not in seen:
             seen.add(key)
             out.append(f)
     return out
 
 
-def compose(overrides: Sequence[str], release: str, rejected: set[int],
-            nnodes: int | None = None, gpus_per_node: int | None = None) -> Composed:
+def compose(
+    overrides: Sequence[str],
+    release: str,
+    rejected: set[int],
+    nnodes: int | None = None,
+    gpus_per_node: int | None = None,
+) -> Composed:
     """The release's config with the overrides Hydra accepts applied in order."""
     from kb.valuecheck import parse_value
 

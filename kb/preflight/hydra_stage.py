@@ -36,7 +36,11 @@ class HydraProblem:
 
 def entry_for_key(key: str, default: str = "hydra-override-key-not-in-struct") -> str:
     for prefix, entry in _KEY_ENTRIES:
-        if key == prefix or key.startswith(prefix if prefix.endswith(".") else prefix + ".") or key == prefix.rstrip("."):
+        if (
+            key == prefix
+            or key.startswith(prefix if prefix.endswith(".") else prefix + ".")
+            or key == prefix.rstrip(".")
+        ):
             return entry
     return default
 
@@ -49,29 +53,73 @@ def hydra_problems(verdicts: list[OverrideVerdict], release: str) -> list[HydraP
         parsed = parse_override(v.text)
         prefix = parsed.prefix if parsed else ""
         if v.status == "malformed":
-            out.append(HydraProblem(i, 0, "hydra-override-grammar", f"Error parsing override '{v.text}'\n{v.message}",
-                                    "OverrideParseException", v, "hydra-override-grammar-error"))
+            out.append(
+                HydraProblem(
+                    i,
+                    0,
+                    "hydra-override-grammar",
+                    f"Error parsing override '{v.text}'\n{v.message}",
+                    "OverrideParseException",
+                    v,
+                    "hydra-override-grammar-error",
+                )
+            )
         elif v.status == "bad_value" and v.message.startswith("Hydra cannot parse it"):
             detail = v.message.split(": ", 1)[1] if ": " in v.message else v.message
             # Hydra prints the parser's own words for a syntax error, and a header before an evaluation error
             text = f"Error parsing override '{v.text}'\n{detail}" if detail.startswith("HydraException") else detail
-            out.append(HydraProblem(i, 0, "hydra-override-grammar", text,
-                                    "OverrideParseException", v, "hydra-override-grammar-error"))
+            out.append(
+                HydraProblem(
+                    i, 0, "hydra-override-grammar", text, "OverrideParseException", v, "hydra-override-grammar-error"
+                )
+            )
         elif v.status == "bad_value" and "as a sweep" in v.message:
-            out.append(HydraProblem(i, 1, "hydra-sweep-without-multirun",
-                                    f"Ambiguous value for argument '{v.text}'\n1. To use it as a list, use key=[value1,value2]",
-                                    "ConfigCompositionException", v, "hydra-comma-value-ambiguous"))
+            out.append(
+                HydraProblem(
+                    i,
+                    1,
+                    "hydra-sweep-without-multirun",
+                    f"Ambiguous value for argument '{v.text}'\n1. To use it as a list, use key=[value1,value2]",
+                    "ConfigCompositionException",
+                    v,
+                    "hydra-comma-value-ambiguous",
+                )
+            )
         elif prefix == "~" and v.status == "unknown":
-            out.append(HydraProblem(i, 2, "hydra-delete-missing-key",
-                                    f"Could not delete from config. '{v.key}' does not exist.",
-                                    "ConfigCompositionException", v, "hydra-override-key-not-in-struct"))
+            out.append(
+                HydraProblem(
+                    i,
+                    2,
+                    "hydra-delete-missing-key",
+                    f"Could not delete from config. '{v.key}' does not exist.",
+                    "ConfigCompositionException",
+                    v,
+                    "hydra-override-key-not-in-struct",
+                )
+            )
         elif v.status == "remove_plus":
-            out.append(HydraProblem(i, 2, "hydra-append-existing-key",
-                                    f"Could not append to config. An item is already at '{v.key}'.",
-                                    "ConfigCompositionException", v, "hydra-append-existing-key"))
+            out.append(
+                HydraProblem(
+                    i,
+                    2,
+                    "hydra-append-existing-key",
+                    f"Could not append to config. An item is already at '{v.key}'.",
+                    "ConfigCompositionException",
+                    v,
+                    "hydra-append-existing-key",
+                )
+            )
         elif prefix == "" and v.key not in keys and v.status in ("unknown", "ignored", "needs_plus"):
-            out.append(HydraProblem(i, 2, "hydra-key-not-in-struct",
-                                    f"Could not override '{v.key}'.\nTo append to your config use +{v.text}",
-                                    "ConfigCompositionException", v, entry_for_key(v.key)))
+            out.append(
+                HydraProblem(
+                    i,
+                    2,
+                    "hydra-key-not-in-struct",
+                    f"Could not override '{v.key}'.\nTo append to your config use +{v.text}",
+                    "ConfigCompositionException",
+                    v,
+                    entry_for_key(v.key),
+                )
+            )
     out.sort(key=lambda p: (p.phase, p.index))
     return out

@@ -101,7 +101,8 @@ def parse_script(text: str) -> ParsedInput:
     placeholders = [name for name in unknown if any(_uses(o, name) for o in overrides)]
     kind: InputKind = "script" if len([ln for ln in lines if ln.strip()]) > 1 or env else "command"
     notes = [
-        f"${name} is not assigned in the input: values that use it are unknown and the checks that need them are skipped"
+        f"${name} is not assigned in the input: values that use it are unknown and the checks that need them "
+        "are skipped"
         for name in placeholders
     ]
     return ParsedInput(kind=kind, overrides=overrides, placeholders=placeholders, notes=notes)
@@ -133,9 +134,10 @@ def parse_config_yaml(data: dict[str, Any], release: str) -> ParsedInput:
         node = keys.get(key)
         if isinstance(value, dict) or (isinstance(value, list) and any(isinstance(v, dict | list) for v in value)):
             continue
-        if node is not None and node.get("kind") not in ("list", "interp", "missing") and node.get("default") == value:
-            if type(node.get("default")) is type(value):
-                continue
+        default = node.get("default") if node is not None else None
+        plain = node is not None and node.get("kind") not in ("list", "interp", "missing")
+        if plain and default == value and type(default) is type(value):
+            continue
         prefix = "" if node is not None else "+"
         overrides.append(f"{prefix}{key}={render_value(value)}")
     return ParsedInput(kind="config.yaml", overrides=overrides)

@@ -61,8 +61,32 @@ class PreflightResult(BaseModel):
         default_factory=list, description="shell variables the input uses but does not assign: their values are unknown"
     )
     notes: list[str] = Field(default_factory=list)
-    findings: list[PreflightFinding] = Field(description="in the order verl evaluates them: the first error is the one verl raises")
+    findings: list[PreflightFinding] = Field(
+        description="in the order verl evaluates them: the first error is the one verl raises"
+    )
 
     @property
     def errors(self) -> list[PreflightFinding]:
         return [f for f in self.findings if f.severity == "error"]
+
+
+class PreflightRequest(BaseModel):
+    """What every surface takes (the CLI's options have the same names)."""
+
+    input: str = Field(
+        min_length=1,
+        max_length=1_000_000,
+        description="a launch command (python -m verl.trainer.main_ppo k=v ...), a launch script, the text of a "
+        ".hydra/overrides.yaml or of a resolved config.yaml",
+    )
+    verl_version: str | None = Field(
+        default=None,
+        max_length=40,
+        description="the verl release to check for (default: the installed verl, else the newest known)",
+    )
+    nnodes: int | None = Field(
+        default=None, ge=1, le=100_000, description="trainer.nnodes, when the input does not set it"
+    )
+    gpus_per_node: int | None = Field(
+        default=None, ge=1, le=1024, description="trainer.n_gpus_per_node, when the input does not set it"
+    )

@@ -39,9 +39,11 @@ def render_preflight(result: PreflightResult) -> str:
     head = f"verl {result.verl_version}"
     if result.release_checked != result.verl_version:
         head += f" (checked with the rules of {result.release_checked})"
-    head += {"option": "", "installed": " (the installed verl)", "newest": " (no verl installed: the newest release known)"}[
-        result.version_source
-    ]
+    head += {
+        "option": "",
+        "installed": " (the installed verl)",
+        "newest": " (no verl installed: the newest release known)",
+    }[result.version_source]
     lines = [head, f"{len(result.overrides)} override(s) checked"]
     for note in result.notes:
         lines.append(f"note: {note}")
