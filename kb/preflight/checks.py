@@ -588,6 +588,28 @@ _check(
 )
 
 
+# Hydra's refusals while it composes the overrides (kb.preflight.hydra_stage): Hydra's words, the same at every
+# release (verl pins hydra-core 1.3); the entry depends on the key (hydra_stage.entry_for_key).
+_HYDRA = "hydra/_internal/config_loader_impl.py (Hydra 1.3)"
+for _id, _title, _regex in (
+    (
+        "hydra-key-not-in-struct",
+        "a key the release's config lacks, without '+'",
+        r"Could not override|is not in struct",
+    ),
+    ("hydra-append-existing-key", "'+' on a key the config has", r"Could not append to config"),
+    ("hydra-delete-missing-key", "'~' of a key the config lacks", r"Could not delete from config"),
+    ("hydra-sweep-without-multirun", "a comma list is a sweep without --multirun", r"Ambiguous value for argument"),
+    (
+        "hydra-override-grammar",
+        "an override Hydra's grammar cannot parse",
+        r"Error parsing override|mismatched input|no viable alternative|extraneous input|missing .* at"
+        r"|token recognition error|Unknown function|HydraException",
+    ),
+):
+    _check(Check(_id, _title, None, stage="hydra", verl_message=((_ALL, _regex),), source=((_ALL, _HYDRA),)))
+
+
 # --------------------------------------------------------------------------------------------------------------
 # The steps, in verl's order
 
