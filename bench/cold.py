@@ -7,6 +7,7 @@ measured in the same run (what any query paid before queries ran the ONNX model)
 4. `verl-doctor serve` from start to a 200 from /healthz                    target <= 1.5 s
 5. `verl-doctor mcp` (stdio) from start to the answer of a first `diagnose` call
 6. `verl-doctor tui` in tmux from start to "semantic ready" in its title bar
+7. `verl-doctor preflight` of a launch command (a real verl run's)          target <= 0.3 s
 
 Usage: .venv/bin/python bench/cold.py [--repeat N] [--only NAME,...]
 The cache (index, ONNX model, corpus) is warmed once first: "cold" is a new process, not a new machine.
@@ -17,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import shutil
 import socket
 import statistics
@@ -34,6 +36,8 @@ DOCTOR = str(BIN / "verl-doctor")
 QUESTION = "how do I stop ray workers failing to register with the raylet on slurm?"
 TRACEBACK = REPO / "tests" / "fixtures" / "entries" / "ray-worker-register-raylet" / "positive-slurm-driver.log"
 ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+#: the command of a real verl 0.9.1 run that verl refused at validation (train batch not divisible by the GPUs)
+LAUNCH = (REPO / "tests" / "eval" / "verl_runs" / "batch_not_divisible_by_gpus" / "command.txt").read_text()
 
 
 def _run(cmd: list[str], stdin: str | None = None) -> None:
@@ -137,6 +141,13 @@ BENCHES: dict[str, tuple[str, Callable[[], None], str]] = {
     "serve": ("`serve` to a 200 from /healthz", serve_to_healthz, "<= 1.5 s"),
     "mcp": ("`mcp` (stdio) to its first diagnose", mcp_first_diagnose, ""),
     "tui": ("`tui` to 'semantic ready'", tui_to_model_ready, ""),
+    "preflight": (
+        "cold `preflight` of a launch command",
+        lambda: _run(
+            [DOCTOR, "preflight", "--verl-version", "0.9.1", "--", *shlex.split(LAUNCH.split("timeout 300 ", 1)[1])]
+        ),
+        "<= 0.3 s",
+    ),
 }
 
 
