@@ -26,7 +26,8 @@ from kb.cli.common import corpus_option, fail
 )
 @click.option("--no-semantic", is_flag=True, help="Rules and lexical search only: never load the embedding model.")
 def mcp_cmd(corpus_path: str | None, scan_roots: tuple[str, ...], no_semantic: bool) -> None:
-    """Serve the MCP tools (diagnose, ask, scan, search_faq, get_entry, check_overrides) and the FAQ entries
+    """Serve the MCP tools (diagnose, ask, scan, search_faq, get_entry, check_overrides,
+    preflight) and the FAQ entries
     as resources over stdio.
 
     \b

@@ -771,7 +771,7 @@ def _mutually_exclusive(
             explanation=f"without dynamic batching verl needs a micro batch size for {section}",
             fixes=[
                 Fix(f"set {section}.{param}_per_gpu", [(f"{section}.{param}_per_gpu", example, False)]),
-                Fix("or let verl pack micro batches by tokens", [(_dynamic_key(section), True, False)]),
+                Fix("or pack micro batches by tokens (dynamic batching)", [(_dynamic_key(section), True, False)]),
             ],
         )
     if mbs is not None and per_gpu is not None:
@@ -785,8 +785,10 @@ def _mutually_exclusive(
 
 
 def _dynamic_key(section: str) -> str:
-    if section in (_REF, _R):
-        return f"{section}.log_prob_use_dynamic_bsz"
+    """The flag whose True skips the micro batch check of ``section``: verl gates the actor's, the reference's and
+    the rollout's on the actor's use_dynamic_bsz (the other two follow it by interpolation)."""
+    if section in (_REF, _R, _A):
+        return f"{_A}.use_dynamic_bsz"
     return f"{section}.use_dynamic_bsz"
 
 

@@ -160,7 +160,7 @@ def _step_finding(v: Violation, ctx: Ctx, cfg: Composed, stage: str) -> Prefligh
     keys = v.keys or ctx.read
     values = [_value_of(cfg, k, ctx) for k in keys if k in cfg.slots]
     if not v.keys:  # the gates a step read on its way (use_dynamic_bsz=False, strategy=fsdp) are not the cause
-        values = [x for x in values if x.source != "default" or x.value not in ("False", "True", "fsdp", "null")]
+        values = [x for x in values if x.source != "default" or x.value not in ("False", "True", "fsdp")]
     values += [_value_of(cfg, name, ctx) for name in ctx.derived if name not in keys]
     main, alternatives = _fixes(v.fixes, cfg.release, _numbers(cfg, ctx))
     entry = check.entry
