@@ -169,6 +169,23 @@ _check(
 )
 _check(
     Check(
+        "config-value-error",
+        "a value verl's arithmetic cannot use (a zero GPU count, ...)",
+        "config-value-type-error",
+        verl_message=((_ALL, r"by zero|invalid literal|could not convert"),),
+    )
+)
+_check(
+    Check(
+        "kl-ctrl-invalid",
+        "algorithm.kl_ctrl is not a controller verl has",
+        None,
+        verl_message=((_ALL, r"^$|horizon must be larger than 0"),),
+        source=(("<0.6.0", "verl/trainer/ppo/core_algos.py get_kl_controller (from RayPPOTrainer.__init__)"),),
+    )
+)
+_check(
+    Check(
         "adv-estimator-unknown",
         "algorithm.adv_estimator is not one verl knows",
         None,
@@ -699,6 +716,27 @@ def step_trainer_init(ctx: Ctx) -> None:
             fixes=[Fix("turn the hybrid engine back on", [("actor_rollout_ref.hybrid_engine", True, False)])],
             keys=["actor_rollout_ref.hybrid_engine"],
         )
+    if ctx.get("algorithm.use_kl_in_reward"):  # core_algos.get_kl_controller(config.algorithm.kl_ctrl)
+        kind = ctx.get("algorithm.kl_ctrl.type")
+        if kind == "adaptive":
+            horizon = ctx.get("algorithm.kl_ctrl.horizon")
+            if not horizon > 0:
+                raise Violation(
+                    "kl-ctrl-invalid",
+                    f"horizon must be larger than 0. Got {horizon}",
+                    "AssertionError",
+                    "the adaptive KL controller divides by its horizon",
+                    fixes=[Fix("use a positive horizon", [("algorithm.kl_ctrl.horizon", 10000, False)])],
+                )
+        elif kind != "fixed":
+            raise Violation(
+                "kl-ctrl-invalid",
+                "",
+                "NotImplementedError",
+                f"algorithm.kl_ctrl.type is fixed or adaptive, not {kind!r}",
+                fixes=[Fix("use a KL controller verl has", [("algorithm.kl_ctrl.type", "fixed", False)])],
+                keys=["algorithm.kl_ctrl.type"],
+            )
 
 
 def step_critic_need_legacy(ctx: Ctx) -> None:
@@ -1434,6 +1472,12 @@ def run_steps(cfg: Composed) -> Iterator[tuple[Violation | None, Ctx, str | None
                     "TypeError",
                     "a value of the wrong type (a string where verl computes with a number)",
                 ),
+                ctx,
+                None,
+            )
+        except (ArithmeticError, ValueError, AttributeError, IndexError) as exc:  # what verl's own code raises too
+            yield (
+                Violation("config-value-error", str(exc), type(exc).__name__, "a value verl's arithmetic cannot use"),
                 ctx,
                 None,
             )
