@@ -177,6 +177,21 @@ _check(
 )
 _check(
     Check(
+        "critic-model-path-not-found",
+        "the critic's model path does not exist where preflight runs",
+        "model-path-not-found",
+        verl_message=(
+            (
+                ">=0.8.0",
+                r"Repo id must be|does not appear to have a file|No such file|not a valid model"
+                r"|Incorrect path_or_model_id|HFValidationError|OSError|HFModelConfig",
+            ),
+        ),
+        source=((">=0.8.0", "verl/workers/config/model.py HFModelConfig.__post_init__ (via CriticConfig)"),),
+    )
+)
+_check(
+    Check(
         "kl-ctrl-invalid",
         "algorithm.kl_ctrl is not a controller verl has",
         None,
@@ -1081,9 +1096,7 @@ def step_legacy_multi_turn(ctx: Ctx) -> None:
 def _fields_check(ctx: Ctx, section: str) -> None:
     """``hydra.utils.instantiate`` of a ``_target_`` section passes every key as a keyword argument: a key added
     with '+' that the dataclass lacks ends in a TypeError."""
-    from kb.keysets import release_keys
-
-    keys = release_keys(ctx.release)
+    keys = ctx.cfg.keys
     for key, slot in ctx.cfg.slots.items():
         if not key.startswith(section + ".") or slot.source == "default" or key in keys:
             continue
@@ -1223,9 +1236,40 @@ def step_ref_rollout_micro(ctx: Ctx) -> None:
     )
 
 
+def _local_path_missing(path: Any) -> str | None:
+    """The expanded path when ``path`` names a local directory that does not exist on this machine (a hub id such
+    as ``Qwen/Qwen2.5-7B`` or a remote URL is never judged)."""
+    import os
+
+    if not isinstance(path, str) or not path.startswith(("/", "~", "./", "../")):
+        return None
+    expanded = os.path.expanduser(path)
+    return None if os.path.exists(expanded) else expanded
+
+
 def step_critic_dataclass(ctx: Ctx) -> None:
     if not use_critic(ctx):
         return
+    if ctx.at(">=0.8.0"):  # critic.model is an HFModelConfig: instantiating it loads the tokenizer and config
+        path = ctx.get("critic.model.path")
+        missing = _local_path_missing(path)
+        if missing is not None:
+            raise Violation(
+                "critic-model-path-not-found",
+                f"critic.model.path {path} does not exist on this machine; instantiating the critic's HFModelConfig "
+                "loads its tokenizer and config from it",
+                "OSError",
+                f"verl {ctx.release} builds the critic's model config while validating (algorithm.adv_estimator=gae "
+                "or critic.enable); the default critic.model.path is the actor's only through an override",
+                fixes=[
+                    Fix(
+                        "point the critic at the actor's model",
+                        [("critic.model.path", ctx.opt("actor_rollout_ref.model.path"), False)],
+                    ),
+                    Fix("or train without a critic (GRPO)", [("algorithm.adv_estimator", "grpo", False)]),
+                ],
+                keys=["critic.model.path"],
+            )
     _fields_check(ctx, "critic")
     if not ctx.get("critic.use_dynamic_bsz"):
         mbs = ctx.get("critic.ppo_micro_batch_size")

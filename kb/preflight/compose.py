@@ -47,11 +47,13 @@ class Slot:
 class Composed:
     """The composed config: dotted key → value, with provenance and the keys the YAML has as maps."""
 
-    def __init__(self, release: str) -> None:
+    def __init__(self, release: str, keys: dict[str, dict[str, Any]] | None = None) -> None:
         self.release = release
+        #: the key set composed from (the release's ppo_trainer, or with config-group choices applied)
+        self.keys = keys if keys is not None else release_keys(release)
         self.slots: dict[str, Slot] = {}
         self.maps: set[str] = set()
-        for key, node in release_keys(release).items():
+        for key, node in self.keys.items():
             kind = node.get("kind")
             if kind == "map" or kind == "open_map":
                 self.maps.add(key)

@@ -12,6 +12,7 @@ from kb.keysets import KeyStatus, classify
 from kb.overrides import OverrideVerdict, check_overrides, parse_override, render_override, render_value
 from kb.preflight.checks import CHECKS, Ctx, Fix, Violation, run_steps, steps
 from kb.preflight.compose import Composed, Missing, Unknown
+from kb.preflight.groups import base_keys, group_choice
 from kb.preflight.hydra_stage import HydraProblem, entry_for_key, hydra_problems
 from kb.preflight.inputs import PLACEHOLDER
 from kb.preflight.models import PreflightFinding, PreflightResult, PreflightValue, Severity, Stage
@@ -258,17 +259,40 @@ def _dedupe(findings: list[PreflightFinding]) -> list[PreflightFinding]:
     return out
 
 
+def _against(v: OverrideVerdict, keys: dict[str, dict[str, Any]], release: str) -> OverrideVerdict:
+    """check-overrides' verdict redone against the key set config-group choices composed (a Megatron section has
+    keys the FSDP one lacks, and the other way round)."""
+    from kb.keysets import release_keys
+
+    parsed = parse_override(v.text)
+    if parsed is None or parsed.prefix == "~":
+        return v
+    own, here = parsed.key in release_keys(release), parsed.key in keys
+    if own == here:
+        return v
+    if here and parsed.prefix == "":
+        return v.model_copy(update={"status": "ok", "fails": False, "message": "the chosen config group has this key"})
+    if here and parsed.prefix == "+":
+        return v.model_copy(update={"status": "remove_plus", "fails": True, "message": "Could not append to config"})
+    if not here and parsed.prefix == "":
+        return v.model_copy(
+            update={"status": "unknown", "fails": True, "message": "the chosen config group has no such key"}
+        )
+    return v
+
+
 def compose(
     overrides: Sequence[str],
     release: str,
     rejected: set[int],
     nnodes: int | None = None,
     gpus_per_node: int | None = None,
+    keys: dict[str, dict[str, Any]] | None = None,
 ) -> Composed:
     """The release's config with the overrides Hydra accepts applied in order."""
     from kb.valuecheck import parse_value
 
-    cfg = Composed(release)
+    cfg = Composed(release, keys)
     for i, text in enumerate(overrides):
         if i in rejected:
             continue
@@ -305,11 +329,17 @@ def preflight(
     """What verl ``verl_version`` would say about a launch with ``overrides``: the findings in verl's order."""
     release = release_for(verl_version)
     texts = list(overrides)
-    report = check_overrides(texts, release)
-    problems = hydra_problems(report.verdicts, release)
+    choices = [group_choice(t, release) for t in texts]
+    plain = [t for t, c in zip(texts, choices, strict=True) if c is None]
+    keys, group_notes = base_keys(release, [c for c in choices if c is not None])
+    report = check_overrides(plain, release)
+    verdicts = report.verdicts
+    if any(choices):
+        verdicts = [_against(v, keys, release) for v in verdicts]
+    problems = hydra_problems(verdicts, release, keys)
     rejected = {p.index for p in problems}
     findings = [_hydra_finding(p, release) for p in problems]
-    cfg = compose(texts, release, rejected, nnodes, gpus_per_node)
+    cfg = compose(plain, release, rejected, nnodes, gpus_per_node, keys)
     skipped: list[str] = []
     names = [s.__name__ for s in steps(release)]
     later: list[PreflightFinding] = []
@@ -323,8 +353,8 @@ def preflight(
         (findings if stage == "validate" else later).append(finding)
     findings += later
     findings = _dedupe(findings)
-    findings += _value_findings(report.verdicts, rejected, release)
-    all_notes = list(notes)
+    findings += _value_findings(verdicts, rejected, release)
+    all_notes = list(notes) + group_notes
     all_notes += [f"not checked: {why}" for why in dict.fromkeys(skipped)]
     if verl_version is not None and verl_version != release:
         all_notes.append(f"verl {verl_version} is checked with the rules and config of verl {release}")

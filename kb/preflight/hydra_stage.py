@@ -5,6 +5,7 @@ key it has, '~' of nothing). The per-override verdicts are check-overrides' (:mo
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from kb.keysets import release_keys
 from kb.overrides import OverrideVerdict, parse_override
@@ -45,9 +46,12 @@ def entry_for_key(key: str, default: str = "hydra-override-key-not-in-struct") -
     return default
 
 
-def hydra_problems(verdicts: list[OverrideVerdict], release: str) -> list[HydraProblem]:
-    """The overrides Hydra refuses, in the order Hydra raises them."""
-    keys = release_keys(release)
+def hydra_problems(
+    verdicts: list[OverrideVerdict], release: str, keys: dict[str, dict[str, Any]] | None = None
+) -> list[HydraProblem]:
+    """The overrides Hydra refuses, in the order Hydra raises them (``keys``: the composed key set, when
+    config-group choices changed the release's own)."""
+    keys = keys if keys is not None else release_keys(release)
     out: list[HydraProblem] = []
     for i, v in enumerate(verdicts):
         parsed = parse_override(v.text)
