@@ -14,7 +14,7 @@ from kb.preflight.checks import CHECKS
 from kb.preflight.compose import Composed
 from kb.preflight.inputs import InputError, parse_argv, parse_text
 from kb.versions import KNOWN_RELEASES
-from tests.conftest import CORPUS
+from tests.conftest import CORPUS, REPO
 
 #: a launch verl accepts on one GPU at every release (the micro batches verl needs, a rollout engine)
 BASE = [
@@ -29,6 +29,7 @@ BASE = [
     "actor_rollout_ref.rollout.name=vllm",
     "critic.ppo_micro_batch_size_per_gpu=2",
     "trainer.n_gpus_per_node=1",
+    f"critic.model.path={REPO}",  # a directory that exists: from 0.8 the critic's model config is loaded from it
 ]
 
 
@@ -121,6 +122,17 @@ def test_release_differences() -> None:
     assert later.starts and later.fails_later
     assert next(f for f in later.findings if f.severity == "later").entry == "rollout-name-missing"
     assert not preflight(no_name, "0.5.0").fails_later
+
+
+def test_the_critic_model_path_is_loaded_from_0_8() -> None:
+    missing = [*BASE, "critic.model.path=/nonexistent/critic"]
+    assert first_error(missing, "0.8.0") == "critic-model-path-not-found"
+    assert preflight(missing, "0.7.1").starts  # 0.6-0.7 build the critic's model config without opening it
+    assert preflight([*missing, "algorithm.adv_estimator=grpo"], "0.9.1").starts  # no critic, nothing loaded
+    # where the job runs decides, not where preflight runs
+    assert preflight(missing, "0.9.1", path_exists=lambda p: True).starts
+    fix = preflight(missing, "0.9.1").errors[0].overrides[0]
+    assert fix.line == "critic.model.path=/models/qwen"
 
 
 def test_megatron_parallel_sizes() -> None:

@@ -44,10 +44,16 @@ def _runs() -> list[Path]:
     )
 
 
+def _existed_there(path: str) -> bool:
+    """The runs' inputs existed on the machine that ran them (make_inputs.py wrote them under
+    /tmp/verl_runs_scratch/inputs); a /nonexistent/ path did not. This machine's /tmp says nothing about that."""
+    return path.startswith("/tmp/verl_runs_scratch/inputs/") and "does_not_exist" not in path
+
+
 def _check(run: Path):  # type: ignore[no-untyped-def]
     words = shlex.split((run / "command.txt").read_text(encoding="utf-8"))
     parsed = parse_argv(words)
-    return preflight(parsed.overrides, "0.9.1")
+    return preflight(parsed.overrides, "0.9.1", path_exists=_existed_there)
 
 
 def _refused_at_config(run: Path) -> bool:

@@ -1236,15 +1236,15 @@ def step_ref_rollout_micro(ctx: Ctx) -> None:
     )
 
 
-def _local_path_missing(path: Any) -> str | None:
-    """The expanded path when ``path`` names a local directory that does not exist on this machine (a hub id such
-    as ``Qwen/Qwen2.5-7B`` or a remote URL is never judged)."""
+def _local_path_missing(ctx: Ctx, path: Any) -> str | None:
+    """The expanded path when ``path`` names a local directory that does not exist where the job reads it (a hub
+    id such as ``Qwen/Qwen2.5-7B`` or a remote URL is never judged)."""
     import os
 
     if not isinstance(path, str) or not path.startswith(("/", "~", "./", "../")):
         return None
     expanded = os.path.expanduser(path)
-    return None if os.path.exists(expanded) else expanded
+    return None if ctx.cfg.path_exists(expanded) else expanded
 
 
 def step_critic_dataclass(ctx: Ctx) -> None:
@@ -1252,7 +1252,7 @@ def step_critic_dataclass(ctx: Ctx) -> None:
         return
     if ctx.at(">=0.8.0"):  # critic.model is an HFModelConfig: instantiating it loads the tokenizer and config
         path = ctx.get("critic.model.path")
-        missing = _local_path_missing(path)
+        missing = _local_path_missing(ctx, path)
         if missing is not None:
             raise Violation(
                 "critic-model-path-not-found",

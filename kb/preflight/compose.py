@@ -8,7 +8,9 @@ interpolation that reads an overridden value).
 
 from __future__ import annotations
 
+import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -64,6 +66,8 @@ class Composed:
             else:
                 self.slots[key] = Slot(node.get("default"), "default")
         self._resolved: dict[str, tuple[Any, list[str]]] = {}
+        #: whether a local path exists where the job will read it (by default: on this machine)
+        self.path_exists: Callable[[str], bool] = os.path.exists
 
     # -- overrides -------------------------------------------------------------------------------------------
     def set(self, key: str, value: Any, source: str, text: str | None = None) -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, cast
 
 from kb import __version__
@@ -325,8 +325,10 @@ def preflight(
     placeholders: Sequence[str] = (),
     notes: Sequence[str] = (),
     version_source: str = "option",
+    path_exists: Callable[[str], bool] | None = None,
 ) -> PreflightResult:
-    """What verl ``verl_version`` would say about a launch with ``overrides``: the findings in verl's order."""
+    """What verl ``verl_version`` would say about a launch with ``overrides``: the findings in verl's order.
+    ``path_exists`` says whether a local path exists where the job runs (default: on this machine)."""
     release = release_for(verl_version)
     texts = list(overrides)
     choices = [group_choice(t, release) for t in texts]
@@ -340,6 +342,8 @@ def preflight(
     rejected = {p.index for p in problems}
     findings = [_hydra_finding(p, release) for p in problems]
     cfg = compose(plain, release, rejected, nnodes, gpus_per_node, keys)
+    if path_exists is not None:
+        cfg.path_exists = path_exists
     skipped: list[str] = []
     names = [s.__name__ for s in steps(release)]
     later: list[PreflightFinding] = []
