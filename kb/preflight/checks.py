@@ -67,6 +67,14 @@ class Violation(Exception):
     keys: list[str] = field(default_factory=list)
 
 
+class DictConfig(dict):
+    """A section read where verl expects a value; named as OmegaConf's class so verl's TypeError reads alike."""
+
+    def __init__(self, key: str) -> None:
+        super().__init__()
+        self.key = key
+
+
 class Skip(Exception):
     """A value the step needs is unknown: the step is not evaluated."""
 
@@ -90,8 +98,10 @@ class Ctx:
     def get(self, key: str) -> Any:
         """``config.a.b.c``: struct errors and mandatory values as OmegaConf raises them."""
         if key not in self.cfg.slots:
-            if key in self.cfg.maps:
-                raise Skip(f"{key} is a section")
+            if key in self.cfg.maps:  # a section where verl computes with a value: OmegaConf hands it a DictConfig
+                if key not in self.read:
+                    self.read.append(key)
+                return DictConfig(key)
             missing = _first_missing(self.cfg, key)
             raise Violation(
                 "config-key-missing",

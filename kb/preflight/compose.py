@@ -71,8 +71,17 @@ class Composed:
 
     # -- overrides -------------------------------------------------------------------------------------------
     def set(self, key: str, value: Any, source: str, text: str | None = None) -> None:
+        """``key=value`` as OmegaConf applies it: a section given a scalar (``optim=adam``, ``checkpoint=null``)
+        loses its keys; a mapping value (``nnodes={a:1}``) becomes a section of its own."""
+        if key in self.maps or isinstance(value, dict):
+            self.delete(key)
         for prefix in _prefixes(key):
             self.maps.add(prefix)
+        if isinstance(value, dict):
+            self.maps.add(key)
+            for sub, item in value.items():
+                self.set(f"{key}.{sub}", item, source, text)
+            return
         self.slots[key] = Slot(value, source, text)
         self._resolved.clear()
 
