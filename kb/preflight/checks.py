@@ -202,6 +202,32 @@ _check(
 )
 _check(
     Check(
+        "legacy-mini-batch-per-rank",
+        "the mini batch per data-parallel rank is below 1 or not a multiple of the micro batch (legacy workers)",
+        "legacy-mini-batch-micro-divisibility",
+        stage="workers",
+        severity="later",
+        verl_message=(
+            (_ALL, r"should be larger than 0 after normalization|normalized ppo_mini_batch_size \d+ should be"),
+        ),
+        source=(("<0.8.0", "verl/workers/fsdp_workers.py ActorRolloutRefWorker.__init__ (normalize config)"),),
+    )
+)
+_check(
+    Check(
+        "engine-mini-batch-per-rank",
+        "the mini batch does not split over the data-parallel ranks and micro batches (engine workers)",
+        "engine-mini-batch-dp-divisibility",
+        stage="training",
+        severity="later",
+        verl_message=(
+            (_ALL, r"Got mini_batch_size=\d+ and self\.engine|data size must be divisible by force_group_size"),
+        ),
+        source=((">=0.8.0", "verl/workers/engine_workers.py / verl/workers/engine/utils.py prepare_micro_batches"),),
+    )
+)
+_check(
+    Check(
         "kl-ctrl-invalid",
         "algorithm.kl_ctrl is not a controller verl has",
         None,
@@ -1394,6 +1420,66 @@ def step_rollout_later(ctx: Ctx) -> None:
         )
 
 
+def _mini_fix(dp: str) -> list[Fix]:
+    lcm = f"lcm({dp} * {_A}.ppo_micro_batch_size_per_gpu, {_R}.n)"
+    return [
+        Fix(
+            "a mini batch whose share per rank is a multiple of the micro batch",
+            [(f"{_A}.ppo_mini_batch_size", f"ceil({_A}.ppo_mini_batch_size * {_R}.n / {lcm}) * {lcm} / {_R}.n", True)],
+        ),
+        Fix("or a micro batch of 1", [(f"{_A}.ppo_micro_batch_size_per_gpu", 1, False)]),
+    ]
+
+
+def step_normalisation(ctx: Ctx) -> None:
+    """The actor's mini batch per data-parallel rank, as the workers normalise it once Ray has started them:
+    the legacy FSDP workers (< 0.8) assert in ``__init__``; the engine workers (0.8+) at the first update."""
+    if ctx.get(f"{_A}.use_dynamic_bsz") or ctx.get(f"{_A}.strategy") not in ("fsdp", "fsdp2"):
+        return
+    if ctx.at(">=0.7.0,<0.8.0") and ctx.get("trainer.use_legacy_worker_impl") == "disable":
+        return  # the engine workers of 0.7 check it their own way, at the first update
+    n_gpus = _n_gpus(ctx)
+    sp = ctx.opt(f"{_A}.ulysses_sequence_parallel_size", 1)
+    dp = ctx.derive("dp_size", n_gpus // sp, "n_gpus // ulysses_sequence_parallel_size")
+    mini = ctx.get(f"{_A}.ppo_mini_batch_size") * ctx.get(f"{_R}.n")
+    per_gpu = ctx.get(f"{_A}.ppo_micro_batch_size_per_gpu")
+    if ctx.at("<0.8.0"):
+        norm = ctx.derive("normalized_mini_batch", mini // dp, "ppo_mini_batch_size * rollout.n // dp_size")
+        if not norm > 0:
+            raise Violation(
+                "legacy-mini-batch-per-rank",
+                f"ppo_mini_batch_size {norm} should be larger than 0 after normalization",
+                "AssertionError",
+                "each rank gets ppo_mini_batch_size x rollout.n // (GPUs / ulysses) sequences per mini batch",
+                fixes=_mini_fix("dp_size"),
+            )
+        if per_gpu is not None and ctx.get(f"{_A}.ppo_micro_batch_size") is None and norm % per_gpu != 0:
+            raise Violation(
+                "legacy-mini-batch-per-rank",
+                f"normalized ppo_mini_batch_size {norm} should be divisible by ppo_micro_batch_size_per_gpu {per_gpu}",
+                "AssertionError",
+                "the mini batch per rank is cut into micro batches of ppo_micro_batch_size_per_gpu",
+                fixes=_mini_fix("dp_size"),
+            )
+        return
+    if mini % dp != 0:
+        raise Violation(
+            "engine-mini-batch-per-rank",
+            f"Got mini_batch_size={mini} and self.engine.get_data_parallel_size()={dp}",
+            "AssertionError",
+            "the engine splits each mini batch (ppo_mini_batch_size x rollout.n) evenly over the data-parallel ranks",
+            fixes=_mini_fix("dp_size"),
+        )
+    if per_gpu is not None and (mini // dp) % per_gpu != 0:
+        raise Violation(
+            "engine-mini-batch-per-rank",
+            "data size must be divisible by force_group_size * micro_batch_size_per_gpu",
+            "AssertionError",
+            "each rank's share of the mini batch is cut into micro batches of ppo_micro_batch_size_per_gpu",
+            fixes=_mini_fix("dp_size"),
+        )
+
+
 def step_token_budget(ctx: Ctx) -> None:
     """seqlen_balancing asserts max_token_len >= the longest sequence at the first step with dynamic batching."""
     longest = ctx.get("data.max_prompt_length") + ctx.get("data.max_response_length")
@@ -1491,6 +1577,7 @@ def steps(release: str) -> list[Step]:
             step_legacy_ulysses,
             step_val_do_sample,
             step_legacy_multi_turn,
+            step_normalisation,
             step_token_budget,
         ]
     out: list[Step] = [step_task_runner] if in_range(release, "<0.8.0") else []
@@ -1503,6 +1590,7 @@ def steps(release: str) -> list[Step]:
         step_val_do_sample,
         step_lora,
         step_rollout_later,
+        step_normalisation,
         step_token_budget,
     ]
     return out

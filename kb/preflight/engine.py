@@ -20,7 +20,7 @@ from kb.result import FixAlternative, RenderedOverride
 from kb.versions import KNOWN_RELEASES, LATEST_RELEASE, in_range, nearest_release, parse_version
 
 #: the stage of each step that runs after verl's start-up validation
-_LATER_STEPS = {"step_rollout_later": "workers", "step_token_budget": "training"}
+_LATER_STEPS = {"step_rollout_later": "workers", "step_token_budget": "training", "step_normalisation": "workers"}
 #: value checks of check-overrides that a step already evaluates the way verl does
 _STEP_KEYS = {"actor_rollout_ref.actor.loss_agg_mode"}
 
@@ -157,6 +157,8 @@ def _hydra_finding(p: HydraProblem, release: str) -> PreflightFinding:
 
 def _step_finding(v: Violation, ctx: Ctx, cfg: Composed, stage: str) -> PreflightFinding:
     check = CHECKS[v.check]
+    if stage != "validate" and check.stage in ("workers", "training"):
+        stage = check.stage  # a later step's own checks say when verl meets them
     severity = check.severity if check.severity == "warning" else ("error" if stage == "validate" else "later")
     keys = v.keys or ctx.read
     values = [_value_of(cfg, k, ctx) for k in keys if k in cfg.slots]
