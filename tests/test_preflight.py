@@ -313,3 +313,39 @@ def test_cli_usage_errors_exit_2(runner: CliRunner, args: list[str]) -> None:
 def test_cli_output_has_no_control_bytes(runner: CliRunner) -> None:
     result = runner.invoke(main, ["preflight", "--verl-version", "0.9.1", "--", *BASE, "trainer.nnode=\x1b[31mred"])
     assert "\x1b" not in result.output
+
+
+@pytest.mark.parametrize(
+    ("release", "check"), [("0.5.0", "legacy-mini-batch-per-rank"), ("0.9.1", "engine-mini-batch-per-rank")]
+)
+def test_the_mini_batch_per_rank_fails_after_start_up(release: str, check: str) -> None:
+    """verl's validation lets a mini batch through that its workers cannot split per rank; preflight says so as a
+    finding after start-up (verl would still start), with a mini batch that splits."""
+    launch = [
+        *BASE,
+        "trainer.n_gpus_per_node=4",
+        "data.train_batch_size=16",
+        "actor_rollout_ref.actor.ppo_mini_batch_size=6",
+    ]
+    result = preflight(launch, release)
+    assert result.starts and result.fails_later
+    finding = next(f for f in result.findings if f.check == check)
+    assert finding.severity == "later"
+    fixed = preflight([*launch, finding.overrides[0].line], release)
+    assert check not in [f.check for f in fixed.findings]
+
+
+def test_config_group_choices_swap_in_the_megatron_sections() -> None:
+    mega = [*BASE, "trainer.n_gpus_per_node=8", "actor_rollout_ref.actor.megatron.tensor_model_parallel_size=3"]
+    switched = preflight([*mega, "model_engine=megatron"], "0.9.1")
+    assert switched.errors[0].check == "megatron-parallel-not-dividing-gpus"
+    # without the choice the FSDP config has no megatron section: Hydra refuses the key
+    assert preflight(mega, "0.9.1").errors[0].check == "hydra-key-not-in-struct"
+    groups = [
+        "actor@actor_rollout_ref.actor=megatron_actor",
+        "ref@actor_rollout_ref.ref=megatron_ref",
+        "critic@critic=megatron_critic",
+    ]
+    assert preflight([*mega, *groups], "0.6.0").errors[0].check == "megatron-parallel-not-dividing-gpus"
+    ok = [m.replace("size=3", "size=2") for m in mega]
+    assert preflight([*ok, *groups], "0.6.0").starts
