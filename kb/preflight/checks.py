@@ -1205,7 +1205,7 @@ def step_actor_validate(ctx: Ctx) -> None:
                 explanation="a mini batch is a slice of the train batch",
                 fixes=_mini_fixes(),
             )
-        sp = ctx.opt(f"{_A}.ulysses_sequence_parallel_size", 1) if ctx.get(f"{_A}.strategy") in ("fsdp", "fsdp2") else 1
+        sp = ctx.opt(f"{_A}.ulysses_sequence_parallel_size", 1)  # getattr(self, ..., 1): only FSDP actors have it
         mbs = ctx.get(f"{_A}.ppo_micro_batch_size")
         if mbs is not None:
             if mini % mbs != 0:
@@ -1240,7 +1240,9 @@ def step_actor_validate(ctx: Ctx) -> None:
                     ],
                 )
     strategy = ctx.get(f"{_A}.strategy")
-    sp_on = strategy in ("fsdp", "fsdp2") and ctx.opt(f"{_A}.ulysses_sequence_parallel_size", 1) > 1
+    # 0.6-0.7: ActorConfig.validate tests the strategy; 0.8+: FSDPActorConfig.validate, whatever strategy it names
+    fsdp = strategy in ("fsdp", "fsdp2") if ctx.at("<0.8.0") else ctx.cfg.has(f"{_A}.fsdp_config")
+    sp_on = fsdp and ctx.opt(f"{_A}.ulysses_sequence_parallel_size", 1) > 1
     if sp_on and not ctx.opt("actor_rollout_ref.model.use_remove_padding", False):
         raise Violation(
             "actor-ulysses-needs-remove-padding",
