@@ -1529,6 +1529,15 @@ def step_task_runner(ctx: Ctx) -> None:
                     fixes=[Fix("use FSDP for the critic too", [("critic.strategy", strategy, False)])],
                     keys=["critic.strategy"],
                 )
+            legacy = ctx.opt("trainer.use_legacy_worker_impl", "auto")
+            if ctx.at(">=0.5.0") and legacy not in ["auto", "enable", "disable"]:
+                raise Violation(
+                    "strategy-unknown",
+                    f"Invalid use_legacy_worker_impl: {legacy}",
+                    explanation="trainer.use_legacy_worker_impl takes auto, enable or disable",
+                    fixes=[Fix("use the default", [("trainer.use_legacy_worker_impl", "auto", False)])],
+                    keys=["trainer.use_legacy_worker_impl"],
+                )
         elif strategy == "megatron":
             if strategy != ctx.get("critic.strategy"):
                 raise Violation(
