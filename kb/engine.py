@@ -220,8 +220,15 @@ class Diagnoser:
             conf *= 0.6
         conf = max(0.0, min(1.0, conf))
         features = calibration_model.features(
-            conf, c.rule, c.semantic, c.lexical, c.question, fails, holds,
-            version is not None and _entry_excludes(entry, version), shows_verl(signals),
+            conf,
+            c.rule,
+            c.semantic,
+            c.lexical,
+            c.question,
+            fails,
+            holds,
+            version is not None and _entry_excludes(entry, version),
+            shows_verl(signals),
         )
         threshold = MATCH_THRESHOLD
         if self.calibration is not None:

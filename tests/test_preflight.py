@@ -349,3 +349,14 @@ def test_config_group_choices_swap_in_the_megatron_sections() -> None:
     assert preflight([*mega, *groups], "0.6.0").errors[0].check == "megatron-parallel-not-dividing-gpus"
     ok = [m.replace("size=3", "size=2") for m in mega]
     assert preflight([*ok, *groups], "0.6.0").starts
+
+
+def test_cli_takes_a_job_directory(runner: CliRunner, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    hydra = tmp_path / "outputs" / "2026-12-01" / "10-00-00" / ".hydra"
+    hydra.mkdir(parents=True)
+    (hydra / "overrides.yaml").write_text("".join(f"- {b}\n" for b in [*BASE, "trainer.n_gpus_per_node=3"]))
+    result = runner.invoke(main, ["preflight", "--verl-version", "0.9.1", str(tmp_path)])
+    assert result.exit_code == 1 and "real-train-batch-not-divisible" in result.output
+    assert "overrides.yaml" in result.output
+    (tmp_path / "empty").mkdir()
+    assert runner.invoke(main, ["preflight", str(tmp_path / "empty")]).exit_code == 2

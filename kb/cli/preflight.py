@@ -31,6 +31,7 @@ def preflight_cmd(
     verl-doctor preflight -- python -m verl.trainer.main_ppo data.train_batch_size=1000 trainer.n_gpus_per_node=8 ...
     verl-doctor preflight run_grpo.sh            # a launch script, read as a shell reads it
     verl-doctor preflight outputs/.../.hydra/overrides.yaml   (or a resolved config.yaml; '-' reads stdin)
+    verl-doctor preflight outputs/2025-06-01/12-00-00         (a job directory: its .hydra/overrides.yaml)
 
     Composes the release's defaults with the overrides and runs what verl checks at start-up for that release:
     Hydra's refusals (unknown keys, '+', grammar, sweeps), validate_config and the config dataclasses (batch
@@ -58,6 +59,17 @@ def preflight_cmd(
             except (OSError, UnicodeDecodeError) as exc:
                 fail(f"cannot read {name}: {getattr(exc, 'strerror', None) or exc}")
             parsed = parse_text(raw, release)
+        elif len(args) == 1 and Path(args[0]).is_dir():
+            from kb.preflight.inputs import find_overrides
+
+            found = find_overrides(Path(args[0]))
+            if found is None:
+                fail(f"{args[0]}: no .hydra/overrides.yaml in this directory (or a few levels below it)")
+            try:
+                parsed = parse_text(found.read_text(encoding="utf-8"), release)
+            except (OSError, UnicodeDecodeError) as exc:
+                fail(f"cannot read {found}: {getattr(exc, 'strerror', None) or exc}")
+            parsed.notes.insert(0, f"the overrides Hydra recorded in {found}")
         elif len(args) == 1 and "=" not in args[0] and " " not in args[0].strip():
             fail(
                 f"{args[0]}: no such file (give a script, an overrides.yaml or a config.yaml, "

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 import shlex
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal
 
 import yaml
@@ -176,3 +177,20 @@ def parse_text(text: str, release: str | None = None) -> ParsedInput:
 
             return parse_config_yaml(data, release or LATEST_RELEASE)
     return parse_script(text)
+
+
+#: how deep under a job directory a .hydra folder is looked for (outputs/<date>/<time>/.hydra)
+_MAX_DEPTH = 4
+
+
+def find_overrides(path: Path) -> Path | None:
+    """The job's ``.hydra/overrides.yaml``: ``path`` itself, the one in it, or the newest one a few levels down."""
+    if path.is_file():
+        return path if path.name.endswith((".yaml", ".yml")) else None
+    direct = path / ".hydra" / "overrides.yaml"
+    if direct.is_file():
+        return direct
+    found: list[Path] = []
+    for depth in range(1, _MAX_DEPTH):
+        found += [p for p in path.glob("/".join(["*"] * depth) + "/.hydra/overrides.yaml") if p.is_file()]
+    return max(found, key=lambda p: p.stat().st_mtime) if found else None

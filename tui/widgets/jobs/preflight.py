@@ -11,26 +11,12 @@ from kb.preflight.models import PreflightResult
 from tui.safe_text import fill, lines
 
 _STYLE = {"error": "$text-error", "later": "$text-warning", "warning": "$text-muted"}
-#: how deep under the chosen directory a .hydra folder is looked for (outputs/<date>/<time>/.hydra)
-_MAX_DEPTH = 4
-
-
-def find_overrides(path: Path) -> Path | None:
-    """The job's ``.hydra/overrides.yaml``: ``path`` itself, the one in it, or the newest one a few levels down."""
-    if path.is_file():
-        return path if path.name.endswith((".yaml", ".yml")) else None
-    direct = path / ".hydra" / "overrides.yaml"
-    if direct.is_file():
-        return direct
-    found: list[Path] = []
-    for depth in range(1, _MAX_DEPTH):
-        found += [p for p in path.glob("/".join(["*"] * depth) + "/.hydra/overrides.yaml") if p.is_file()]
-    return max(found, key=lambda p: p.stat().st_mtime) if found else None
 
 
 def run_preflight(path: Path) -> tuple[Path, PreflightResult]:
     """Raises FileNotFoundError when the directory has no overrides.yaml, ValueError when it cannot be read."""
     from kb.preflight.api import preflight_text
+    from kb.preflight.inputs import find_overrides
 
     found = find_overrides(path)
     if found is None:
