@@ -848,15 +848,21 @@ def step_batch_total(ctx: Ctx) -> None:
         )
 
 
+#: the name verl's check_mutually_exclusive prints for each section's micro batch (its ``settings`` table), which is
+#: not always the key: the actor's and the critic's are ppo_micro_batch_size[_per_gpu] but print as micro_batch_size
+_PRINTED = {_A: "micro_batch_size", "critic": "micro_batch_size", "reward_model": "micro_batch_size"}
+
+
 def _mutually_exclusive(
     ctx: Ctx, section: str, param: str, label: str, check_unset: str, check_both: str, example: int = 1
 ) -> None:
     mbs = ctx.get(f"{section}.{param}")
     per_gpu = ctx.get(f"{section}.{param}_per_gpu")
+    shown = _PRINTED.get(section, param)
     if mbs is None and per_gpu is None:
         raise Violation(
             check_unset,
-            f"[{label}] Please set at least one of '{label}.{param}' or '{label}.{param}_per_gpu'.",
+            f"[{label}] Please set at least one of '{label}.{shown}' or '{label}.{shown}_per_gpu'.",
             explanation=f"without dynamic batching verl needs a micro batch size for {section}",
             fixes=[
                 Fix(f"set {section}.{param}_per_gpu", [(f"{section}.{param}_per_gpu", example, False)]),
@@ -866,8 +872,10 @@ def _mutually_exclusive(
     if mbs is not None and per_gpu is not None:
         raise Violation(
             check_both,
-            f"[{label}] You have set both '{label}.{param}' AND '{label}.{param}_per_gpu'. Please remove "
-            f"'{label}.{param}' because only '*_{param}_per_gpu' is supported (the former is deprecated).",
+            f"[{label}] You have set both '{label}.{shown}' AND '{label}.{shown}_per_gpu'. Please remove "
+            f"'{label}.{shown}' because only '*_{shown}_per_gpu'"
+            + (" " if ctx.at(">=0.5.0") else "")  # 0.4.x joins the two strings without a space
+            + "is supported (the former is deprecated).",
             explanation=f"{section}.{param} is deprecated and cannot be set beside {param}_per_gpu",
             fixes=[Fix(f"drop the deprecated {section}.{param}", [(f"{section}.{param}", None, False)])],
         )
