@@ -672,7 +672,7 @@ for _id, _title, _regex in (
         "hydra-override-grammar",
         "an override Hydra's grammar cannot parse",
         r"Error parsing override|mismatched input|no viable alternative|extraneous input|missing .* at"
-        r"|token recognition error|Unknown function|HydraException",
+        r"|token recognition error|Unknown function|HydraException|LexerNoViableAltException",
     ),
 ):
     _check(Check(_id, _title, None, stage="hydra", verl_message=((_ALL, _regex),), source=((_ALL, _HYDRA),)))

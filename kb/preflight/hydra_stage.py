@@ -56,7 +56,21 @@ def hydra_problems(
     for i, v in enumerate(verdicts):
         parsed = parse_override(v.text)
         prefix = parsed.prefix if parsed else ""
-        if v.status == "malformed":
+        if v.status == "malformed" and v.text.strip().startswith("="):
+            # '=value' parses as a choice for the config group '' of the defaults list
+            out.append(
+                HydraProblem(
+                    i,
+                    2,
+                    "hydra-key-not-in-struct",
+                    f"Could not override ''. No match in the defaults list.\nTo append to your "
+                    f"default list use +{v.text.strip()}",
+                    "ConfigCompositionException",
+                    v,
+                    "hydra-override-key-not-in-struct",
+                )
+            )
+        elif v.status == "malformed":
             out.append(
                 HydraProblem(
                     i,
