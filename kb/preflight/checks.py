@@ -228,6 +228,20 @@ _check(
 )
 _check(
     Check(
+        "interpolation-key-missing",
+        "an interpolation names a key the overrides removed",
+        None,
+        verl_message=((_ALL, r"Interpolation key '.*' not found|InterpolationKeyError"),),
+        source=(
+            (
+                "<0.9.0",
+                "verl/trainer/main_ppo.py TaskRunner.run (pprint(OmegaConf.to_container(config, resolve=True)))",
+            ),
+        ),
+    )
+)
+_check(
+    Check(
         "kl-ctrl-invalid",
         "algorithm.kl_ctrl is not a controller verl has",
         None,
@@ -1523,6 +1537,21 @@ def _strategy_unknown(section: str, value: Any) -> Violation:
     )
 
 
+def step_resolve(ctx: Ctx) -> None:
+    """TaskRunner.run (< 0.9) prints the config with ``OmegaConf.to_container(config, resolve=True)`` before
+    anything else: an interpolation whose key the overrides deleted raises there."""
+    for key in list(ctx.cfg.slots):
+        value, _ = ctx.cfg.resolve(key)
+        if isinstance(value, Unknown) and value.missing_key is not None:
+            raise Violation(
+                "interpolation-key-missing",
+                f"Interpolation key '{value.missing_key}' not found\n    full_key: {key}\n    object_type=dict",
+                "InterpolationKeyError",
+                f"{key} defaults to an interpolation of {value.missing_key}, which the overrides removed",
+                keys=[key],
+            )
+
+
 def step_task_runner(ctx: Ctx) -> None:
     """TaskRunner.run before validation (0.4-0.7): the worker classes are chosen by strategy."""
     strategy = ctx.get(f"{_A}.strategy")
@@ -1581,6 +1610,7 @@ def steps(release: str) -> list[Step]:
     """The steps of ``release`` in verl's order."""
     if in_range(release, "<0.6.0"):
         return [
+            step_resolve,
             step_task_runner,
             step_trainer_init,
             step_critic_need_legacy,
@@ -1599,7 +1629,8 @@ def steps(release: str) -> list[Step]:
             step_normalisation,
             step_token_budget,
         ]
-    out: list[Step] = [step_task_runner] if in_range(release, "<0.8.0") else []
+    out: list[Step] = [step_resolve] if in_range(release, "<0.9.0") else []
+    out += [step_task_runner] if in_range(release, "<0.8.0") else []
     out += [step_batch_total, step_actor_dataclass, step_actor_validate, step_ref_rollout_micro]
     if in_range(release, "<0.7.1"):
         out.append(step_reward_model_micro)

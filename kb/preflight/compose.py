@@ -29,8 +29,9 @@ class Missing:
 class Unknown:
     """A value preflight cannot know: a shell variable of the input, an ``oc.env`` lookup, a list default."""
 
-    def __init__(self, why: str) -> None:
+    def __init__(self, why: str, missing_key: str | None = None) -> None:
         self.why = why
+        self.missing_key = missing_key  # an interpolation's key the config lacks (OmegaConf raises on it)
 
     def __repr__(self) -> str:
         return f"<unknown: {self.why}>"
@@ -162,7 +163,7 @@ class Composed:
             return Unknown(f"${{{body}}} is read at run time")
         found, value = self._lookup(body, here, via, depth)
         if not found:
-            return Unknown(f"${{{body}}} names a key the config lacks")
+            return Unknown(f"${{{body}}} names a key the config lacks", _absolute(body, here) or body)
         return value
 
 
