@@ -10,7 +10,7 @@ import click
 from kb.cli.common import EXIT_FINDINGS, EXIT_OK, fail
 
 
-@click.command("preflight", context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
+@click.command("preflight", context_settings={"ignore_unknown_options": True})
 @click.option(
     "--verl-version",
     metavar="V",
