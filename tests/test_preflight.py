@@ -344,11 +344,15 @@ def test_config_group_choices_swap_in_the_megatron_sections() -> None:
     groups = [
         "actor@actor_rollout_ref.actor=megatron_actor",
         "ref@actor_rollout_ref.ref=megatron_ref",
-        "critic@critic=megatron_critic",
+        "critic=megatron_critic",
     ]
     assert preflight([*mega, *groups], "0.6.0").errors[0].check == "megatron-parallel-not-dividing-gpus"
     ok = [m.replace("size=3", "size=2") for m in mega]
     assert preflight([*ok, *groups], "0.6.0").starts
+    # critic@critic names no defaults entry (its package is the group's own): Hydra refuses it
+    refused = preflight([*ok, *groups[:2], "critic@critic=megatron_critic"], "0.5.0").errors[0]
+    assert refused.check == "hydra-key-not-in-struct" and "Did you mean to override critic?" in refused.message
+    assert refused.overrides[0].line == "critic=megatron_critic"
 
 
 def test_cli_takes_a_job_directory(runner: CliRunner, tmp_path) -> None:  # type: ignore[no-untyped-def]

@@ -275,7 +275,7 @@ _check(
         "real-train-batch-not-divisible",
         "train_batch_size x rollout.n is not a multiple of the data-parallel size",
         "real-train-batch-not-divisible",
-        verl_message=((_ALL, r"real_train_batch_size \(\d+\) must be divisible by minimal possible batch size"),),
+        verl_message=((_ALL, r"real_train_batch_size \([^)]*\) must be divisible by minimal possible batch size"),),
         source=(
             ("<0.6.0", "verl/trainer/ppo/ray_trainer.py _validate_config"),
             (">=0.6.0", "verl/utils/config.py validate_config"),

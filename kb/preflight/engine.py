@@ -12,7 +12,7 @@ from kb.keysets import KeyStatus, classify
 from kb.overrides import OverrideVerdict, check_overrides, parse_override, render_override, render_value
 from kb.preflight.checks import CHECKS, Ctx, Fix, Violation, run_steps, steps
 from kb.preflight.compose import Composed, Missing, Unknown
-from kb.preflight.groups import base_keys, group_choice
+from kb.preflight.groups import GroupChoice, base_keys, group_choice
 from kb.preflight.hydra_stage import HydraProblem, entry_for_key, hydra_problems
 from kb.preflight.inputs import PLACEHOLDER
 from kb.preflight.models import PreflightFinding, PreflightResult, PreflightValue, Severity, Stage
@@ -152,6 +152,22 @@ def _hydra_finding(p: HydraProblem, release: str) -> PreflightFinding:
         entry=p.entry,
         verl_source="hydra/_internal/config_loader_impl.py (Hydra 1.3, as verl pins it)",
         overrides=overrides,
+    )
+
+
+def _group_finding(choice: GroupChoice, release: str) -> PreflightFinding:
+    line = f"{choice.group}={choice.option}"
+    return PreflightFinding(
+        check="hydra-key-not-in-struct",
+        stage="hydra",
+        severity="error",
+        message=choice.error or "",
+        explanation=f"the defaults list of verl {release} keys this group by its name alone: write {line}",
+        exception="ConfigCompositionException",
+        values=[PreflightValue(key=f"{choice.group}@{choice.package}", value=choice.text, source="override")],
+        entry="hydra-override-key-not-in-struct",
+        verl_source="hydra/_internal/defaults_list.py (Hydra 1.3)",
+        overrides=[RenderedOverride(key=choice.group, value=choice.option, line=line, verl=f"=={release}")],
     )
 
 
@@ -342,7 +358,10 @@ def preflight(
         verdicts = [_against(v, keys, release) for v in verdicts]
     problems = hydra_problems(verdicts, release, keys)
     rejected = {p.index for p in problems}
-    findings = [_hydra_finding(p, release) for p in problems]
+    # Hydra parses every override, then builds the defaults list (the group choices), then applies the rest
+    findings = [_hydra_finding(p, release) for p in problems if p.phase < 2]
+    findings += [_group_finding(c, release) for c in choices if c is not None and c.error is not None]
+    findings += [_hydra_finding(p, release) for p in problems if p.phase >= 2]
     cfg = compose(plain, release, rejected, nnodes, gpus_per_node, keys)
     if path_exists is not None:
         cfg.path_exists = path_exists

@@ -26,6 +26,8 @@ class GroupChoice:
     group: str
     package: str | None
     option: str
+    #: Hydra's refusal, when the choice names no entry of the defaults list
+    error: str | None = None
 
 
 @cache
@@ -43,8 +45,18 @@ def group_choice(text: str, release: str) -> GroupChoice | None:
     if m is None:
         return None
     group, package, option = m["group"], m["package"], m["option"]
-    if package is not None and group in _SECTIONS and in_range(release, ">=0.5.0"):
-        return GroupChoice(text, group, package, option)
+    if group in _SECTIONS and in_range(release, ">=0.5.0"):
+        if package == group:
+            # the defaults entry critic@critic is keyed by its group alone (its package is the default one)
+            error = (
+                f"Could not override '{group}@{package}'.\nDid you mean to override {group}?\n"
+                f"To append to your default list use +{text.strip()}"
+            )
+            return GroupChoice(text, group, package, option, error)
+        if package is None and group == "critic":
+            return GroupChoice(text, group, "critic", option)
+        if package is not None:
+            return GroupChoice(text, group, package, option)
     if package is None and group == "model_engine" and in_range(release, ">=0.7.1"):
         return GroupChoice(text, group, None, option)
     return None
@@ -56,6 +68,8 @@ def base_keys(release: str, choices: list[GroupChoice]) -> tuple[dict[str, dict[
     notes: list[str] = []
     mega = megatron_keys(release)
     for choice in choices:
+        if choice.error is not None:
+            continue
         megatron = choice.option.startswith("megatron")
         if not megatron or mega is None:
             notes.append(f"{choice.text}: verl-doctor has no key set for this choice; the default section is checked")
