@@ -131,6 +131,10 @@ class Generator:
             x.set(f"{C}.ppo_micro_batch_size_per_gpu", b.micro)
             if self.has("critic.model.path"):
                 x.set("critic.model.path", CRITIC_MODEL)
+            if (0, 7, 0) <= self.v < (0, 9, 0) and self.has("critic.model.tokenizer_path"):
+                # there it defaults to actor_rollout_ref.model.path, and validate_config's critic
+                # dataclass loads the tokenizer from it
+                x.set("critic.model.tokenizer_path", CRITIC_MODEL)
         x.set("trainer.logger", "console")
         return x
 

@@ -11,6 +11,7 @@ usage: python make_model.py DIR      (inside a verl venv: needs transformers + t
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 
@@ -35,6 +36,14 @@ def make(out: str) -> None:
         "+ '<|im_end|>' + '\n' }}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}"
     )
     hf_tok.save_pretrained(out)
+    # transformers 5 records its own class name (TokenizersBackend), which transformers 4 (the
+    # venvs of verl < 0.9.0) cannot load; PreTrainedTokenizerFast is the same tokenizer in both
+    tc = os.path.join(out, "tokenizer_config.json")
+    with open(tc, encoding="utf-8") as fh:
+        conf = json.load(fh)
+    conf["tokenizer_class"] = "PreTrainedTokenizerFast"
+    with open(tc, "w", encoding="utf-8") as fh:
+        json.dump(conf, fh, indent=2)
     cfg = Qwen2Config(vocab_size=len(hf_tok), hidden_size=32, intermediate_size=64, num_hidden_layers=1,
                       num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=4096,
                       tie_word_embeddings=True, eos_token_id=hf_tok.eos_token_id,

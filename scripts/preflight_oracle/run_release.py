@@ -172,6 +172,32 @@ def placeholder_missing_worker_modules() -> list[str]:
     return done
 
 
+def raised_at(exc: BaseException) -> str | None:
+    """'verl/<file>:<line>: <source line>' of the innermost verl frame that raised ``exc`` (or of the
+    exception it wraps): a bare ``assert`` has an empty message, and this says which one it was."""
+    import linecache
+
+    pkg_root = os.path.dirname(os.path.dirname(sys.modules["verl"].__file__ or ""))
+    found = None
+    e: BaseException | None = exc
+    seen = 0
+    # walk into the wrapped exceptions (Hydra's instantiate wraps __post_init__ errors): the
+    # innermost verl frame of the innermost exception that has one wins
+    while e is not None and seen < 10:
+        seen += 1
+        tb = e.__traceback__
+        while tb is not None:
+            fn = tb.tb_frame.f_code.co_filename
+            if fn.startswith(os.path.join(pkg_root, "verl") + os.sep) and os.path.exists(fn):
+                found = (os.path.relpath(fn, pkg_root), tb.tb_lineno)
+            tb = tb.tb_next
+        e = e.__cause__ or e.__context__
+    if found is None:
+        return None
+    code = linecache.getline(os.path.join(pkg_root, found[0]), found[1]).strip()
+    return f"{found[0]}:{found[1]}: {code}"[:300]
+
+
 def stage_of(exc: BaseException, default: str) -> str:
     tb = exc.__traceback__
     names = []
@@ -211,6 +237,19 @@ def cache_yaml_parsing() -> None:
             return copy.deepcopy(memo[key])
 
     oc_mod.yaml = _YamlShim()  # type: ignore[assignment]
+
+
+def _validation_prints_mark(main_ppo: types.ModuleType) -> bool:
+    """Does this release's validation end by printing PASSED_MARK?"""
+    srcs = []
+    vc = getattr(main_ppo, "validate_config", None)
+    if vc is not None:
+        srcs.append(inspect.getsource(vc))
+    from verl.trainer.ppo import ray_trainer
+
+    if hasattr(ray_trainer.RayPPOTrainer, "_validate_config"):
+        srcs.append(inspect.getsource(ray_trainer.RayPPOTrainer._validate_config))
+    return any(PASSED_MARK in s for s in srcs)
 
 
 def flat_keys(cfg: Any) -> set[str]:
@@ -264,6 +303,7 @@ def main() -> int:
         runner_cls = unwrap_ray_class(main_ppo.TaskRunner)
         run_fn, uses_trainer_init = truncated_run(main_ppo, runner_cls)
 
+    expect_mark = _validation_prints_mark(main_ppo)
     config_dir = os.path.join(os.path.dirname(verl.__file__), "trainer", "config")
     cache_yaml_parsing()
     initialize_config_dir(config_dir=config_dir, version_base=None)
@@ -284,7 +324,7 @@ def main() -> int:
                                    "kind": case.kind, "verdict": "starts", "stage": None,
                                    "exception": None, "message": None}
             try:
-                err = run_case(case, compose, before_ray, runner_cls, run_fn)
+                err = run_case(case, compose, before_ray, runner_cls, run_fn, expect_mark)
             except KeyboardInterrupt:
                 raise
             if err is not None:
@@ -294,16 +334,29 @@ def main() -> int:
                     print(f"skip {case.id}: environment {type(exc).__name__}: {str(exc)[:200]}", file=sys.stderr)
                     continue
                 rec.update(verdict="fails", stage=err.stage, exception=type(exc).__name__,
-                           message=str(exc)[:600])
+                           message=str(exc)[:600], raised_at=raised_at(exc))
             fh.write(json.dumps(rec, ensure_ascii=False) + "\n")
             written += 1
     print(f"verl {release}: wrote {written} lines, skipped {skipped}, {time.time() - t1:.1f}s", file=sys.stderr)
     return 0
 
 
+PASSED_MARK = "All configuration checks passed"
+
+
 def run_case(case: Case, compose: Callable[..., Any], before_ray: Callable[[Any], Any],
-             runner_cls: type | None, run_fn: Callable[..., Any] | None) -> StageError | None:
+             runner_cls: type | None, run_fn: Callable[..., Any] | None, expect_mark: bool) -> StageError | None:
     sink = io.StringIO()
+    err = _run_case(case, compose, before_ray, runner_cls, run_fn, sink)
+    # a "starts" must have gone through verl's validation, not around it: every release that
+    # prints this line at the end of its validation must have printed it
+    if err is None and expect_mark and PASSED_MARK not in sink.getvalue():
+        raise SystemExit(f"{case.id}: no error and no '{PASSED_MARK}' line: validation was not reached")
+    return err
+
+
+def _run_case(case: Case, compose: Callable[..., Any], before_ray: Callable[[Any], Any],
+              runner_cls: type | None, run_fn: Callable[..., Any] | None, sink: io.StringIO) -> StageError | None:
     with contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):
         try:
             cfg = compose("ppo_trainer", overrides=list(case.overrides))
