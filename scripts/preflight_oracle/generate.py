@@ -312,8 +312,9 @@ class Generator:
         if self.has("model_engine") or self.v >= (0, 8, 0):
             return ["model_engine=megatron"]
         if self.v >= (0, 5, 0):
+            # critic's default is 'critic@critic': Hydra addresses it as plain 'critic'
             return ["actor@actor_rollout_ref.actor=megatron_actor", "ref@actor_rollout_ref.ref=megatron_ref",
-                    "critic@critic=megatron_critic"]
+                    "critic=megatron_critic"]
         return None
 
     def gen_megatron(self) -> None:

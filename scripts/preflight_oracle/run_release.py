@@ -169,6 +169,20 @@ def placeholder_missing_worker_modules() -> list[str]:
                 setattr(m, c, type(c, (), {"__module__": modname}))
             sys.modules[modname] = m
             done.append(modname)
+    # 0.4.x TaskRunner.run imports verl.utils.vllm_utils (which imports vLLM) whenever
+    # rollout.name is vllm, and calls its is_version_ge only when lora_rank > 0 (never generated).
+    # The stand-in raises ImportError if called, so such a case would be skipped, never faked.
+    try:
+        importlib.import_module("verl.utils.vllm_utils")
+    except ImportError:
+        m = types.ModuleType("verl.utils.vllm_utils")
+
+        def is_version_ge(*args: Any, **kwargs: Any) -> bool:
+            raise ImportError("vLLM is not installed in this CPU venv")
+
+        m.is_version_ge = is_version_ge  # type: ignore[attr-defined]
+        sys.modules["verl.utils.vllm_utils"] = m
+        done.append("verl.utils.vllm_utils")
     return done
 
 
@@ -228,7 +242,7 @@ def cache_yaml_parsing() -> None:
             return getattr(yaml, name)
 
         @staticmethod
-        def load(stream: Any, Loader: type) -> Any:  # noqa: N803 (PyYAML's own argument name)
+        def load(stream: Any, Loader: type) -> Any:
             text = stream if isinstance(stream, str) else stream.read()
             # omegaconf builds a new (identical) loader class on every call: key on its name
             key = (text, Loader.__qualname__)
@@ -311,9 +325,11 @@ def main() -> int:
     cases: list[Case] = generate(release, keys, seed=args.seed)
     if args.limit:
         cases = cases[: args.limit]
+    where = "main()" if run_fn is None else "TaskRunner.run"
+    if uses_trainer_init:
+        where += " + RayPPOTrainer.__init__"
     print(f"verl {release}: {len(cases)} cases; torch {torch.__version__}, hydra {hydra.__version__}, "
-          f"omegaconf {omegaconf.__version__}; validation in "
-          f"{'main()' if run_fn is None else 'TaskRunner.run' + (' + RayPPOTrainer.__init__' if uses_trainer_init else '')}"
+          f"omegaconf {omegaconf.__version__}; validation in {where}"
           f"; placeholders for {stubbed or 'nothing'}; import {time.time() - t0:.1f}s", file=sys.stderr)
 
     written = skipped = 0

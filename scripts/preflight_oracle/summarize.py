@@ -1,6 +1,6 @@
 """Summarise the oracle fixtures: per release, lines, starts/fails, and the distinct verl messages.
 
-usage: python3 scripts/preflight_oracle/summarize.py [FIXTURE_DIR]   (plain Python, no verl needed)
+usage: python3 scripts/preflight_oracle/summarize.py [FIXTURE_DIR] [--write-readme]   (plain Python)
 
 Prints Markdown. A message template is the recorded message with every number replaced by N, the
 first line only (Hydra's and OmegaConf's messages go on with hints and 'full_key:' lines), cut at
@@ -11,6 +11,8 @@ match. The fixtures' README embeds this output between its SUMMARY markers.
 from __future__ import annotations
 
 import collections
+import contextlib
+import io
 import json
 import os
 import re
@@ -43,7 +45,28 @@ def load(path: str) -> list[dict[str, object]]:
 
 
 def main() -> int:
-    d = sys.argv[1] if len(sys.argv) > 1 else os.path.join("tests", "fixtures", "preflight")
+    args = [a for a in sys.argv[1:] if a != "--write-readme"]
+    d = args[0] if args else os.path.join("tests", "fixtures", "preflight")
+    if "--write-readme" in sys.argv[1:]:
+        buf = io.StringIO()
+        with contextlib.redirect_stdout(buf):
+            report(d)
+        readme = os.path.join(d, "README.md")
+        with open(readme, encoding="utf-8") as fh:
+            text = fh.read()
+        start, end = "<!-- SUMMARY:START -->", "<!-- SUMMARY:END -->"
+        if start not in text or end not in text:
+            print(f"{readme}: no SUMMARY markers", file=sys.stderr)
+            return 2
+        head, rest = text.split(start, 1)
+        tail = rest.split(end, 1)[1]
+        with open(readme, "w", encoding="utf-8") as fh:
+            fh.write(head + start + "\n" + buf.getvalue() + end + tail)
+        return 0
+    return report(d)
+
+
+def report(d: str) -> int:
     rows = []
     per_release: dict[str, collections.Counter[tuple[str, str, str]]] = {}
     for rel in RELEASES:
