@@ -20,7 +20,7 @@ from tests.conftest import CORPUS, REPO
 BASE = [
     "data.train_files=/data/train.parquet",
     "data.val_files=/data/val.parquet",
-    "actor_rollout_ref.model.path=/models/qwen",
+    "actor_rollout_ref.model.path=Qwen/Qwen2.5-0.5B-Instruct",  # a hub id: never judged as a local path
     "data.train_batch_size=8",
     "actor_rollout_ref.actor.ppo_mini_batch_size=4",
     "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=2",
@@ -124,15 +124,20 @@ def test_release_differences() -> None:
     assert not preflight(no_name, "0.5.0").fails_later
 
 
-def test_the_critic_model_path_is_loaded_from_0_8() -> None:
+def test_the_critic_model_path_is_loaded_from_0_7() -> None:
     missing = [*BASE, "critic.model.path=/nonexistent/critic"]
+    assert first_error(missing, "0.7.0") == "critic-model-path-not-found"
     assert first_error(missing, "0.8.0") == "critic-model-path-not-found"
-    assert preflight(missing, "0.7.1").starts  # 0.6-0.7 build the critic's model config without opening it
+    assert preflight(missing, "0.6.1").starts  # 0.6 builds the critic's model config without opening it
+    # 0.7.x: the critic's tokenizer_path defaults to the actor's model path, so a missing actor path fails there
+    local_actor = [b for b in BASE if "model.path=Qwen" not in b] + ["actor_rollout_ref.model.path=/nonexistent/actor"]
+    assert first_error(local_actor, "0.7.1") == "critic-model-path-not-found"
+    assert preflight(local_actor, "0.8.0").starts
     assert preflight([*missing, "algorithm.adv_estimator=grpo"], "0.9.1").starts  # no critic, nothing loaded
     # where the job runs decides, not where preflight runs
     assert preflight(missing, "0.9.1", path_exists=lambda p: True).starts
     fix = preflight(missing, "0.9.1").errors[0].overrides[0]
-    assert fix.line == "critic.model.path=/models/qwen"
+    assert fix.line == "critic.model.path=Qwen/Qwen2.5-0.5B-Instruct"
 
 
 def test_megatron_parallel_sizes() -> None:

@@ -192,12 +192,12 @@ _check(
         "model-path-not-found",
         verl_message=(
             (
-                ">=0.8.0",
+                ">=0.7.0",
                 r"Repo id must be|does not appear to have a file|No such file|not a valid model"
                 r"|Incorrect path_or_model_id|HFValidationError|OSError|HFModelConfig",
             ),
         ),
-        source=((">=0.8.0", "verl/workers/config/model.py HFModelConfig.__post_init__ (via CriticConfig)"),),
+        source=((">=0.7.0", "verl/workers/config/model.py HFModelConfig.__post_init__ (via CriticConfig)"),),
     )
 )
 _check(
@@ -1307,30 +1307,48 @@ def _local_path_missing(ctx: Ctx, path: Any) -> str | None:
     return None if ctx.cfg.path_exists(expanded) else expanded
 
 
+def _critic_model_paths(ctx: Ctx) -> None:
+    """HFModelConfig.__post_init__ loads the tokenizer (tokenizer_path, else path), then the HF config (path)."""
+    path = ctx.get("critic.model.path")
+    tokenizer = ctx.opt("critic.model.tokenizer_path")
+    for key, value in (
+        ("critic.model.tokenizer_path", tokenizer if tokenizer is not None else path),
+        ("critic.model.path", path),
+    ):
+        missing = _local_path_missing(ctx, value)
+        if missing is None:
+            continue
+        shown = key if key == "critic.model.path" or tokenizer is not None else "critic.model.path"
+        raise Violation(
+            "critic-model-path-not-found",
+            f"{shown} {value} does not exist on this machine; verl {ctx.release} builds the critic's HFModelConfig "
+            "while validating, which loads the tokenizer and the model config from it",
+            "OSError",
+            f"verl {ctx.release} builds the critic's model config while validating (algorithm.adv_estimator=gae or "
+            "critic.enable)"
+            + (
+                "; critic.model.tokenizer_path defaults to the actor's model path"
+                if tokenizer is not None and key.endswith("tokenizer_path")
+                else ""
+            ),
+            fixes=[
+                Fix(
+                    "point the critic at a model that exists", [(shown, ctx.opt("actor_rollout_ref.model.path"), False)]
+                ),
+                Fix("or train without a critic (GRPO)", [("algorithm.adv_estimator", "grpo", False)]),
+            ],
+            keys=[k for k in ("critic.model.path", "critic.model.tokenizer_path") if ctx.cfg.has(k)],
+        )
+
+
 def step_critic_dataclass(ctx: Ctx) -> None:
     if not use_critic(ctx):
         return
-    if ctx.at(">=0.8.0"):  # critic.model is an HFModelConfig: instantiating it loads the tokenizer and config
-        path = ctx.get("critic.model.path")
-        missing = _local_path_missing(ctx, path)
-        if missing is not None:
-            raise Violation(
-                "critic-model-path-not-found",
-                f"critic.model.path {path} does not exist on this machine; instantiating the critic's HFModelConfig "
-                "loads its tokenizer and config from it",
-                "OSError",
-                f"verl {ctx.release} builds the critic's model config while validating (algorithm.adv_estimator=gae "
-                "or critic.enable); the default critic.model.path is the actor's only through an override",
-                fixes=[
-                    Fix(
-                        "point the critic at the actor's model",
-                        [("critic.model.path", ctx.opt("actor_rollout_ref.model.path"), False)],
-                    ),
-                    Fix("or train without a critic (GRPO)", [("algorithm.adv_estimator", "grpo", False)]),
-                ],
-                keys=["critic.model.path"],
-            )
+    if ctx.at(">=0.8.0"):  # critic.model is an HFModelConfig, instantiated before the critic itself
+        _critic_model_paths(ctx)
     _fields_check(ctx, "critic")
+    if ctx.at(">=0.7.0,<0.8.0"):  # CriticConfig.__post_init__ builds HFModelConfig(path=..., tokenizer_path=...)
+        _critic_model_paths(ctx)
     if not ctx.get("critic.use_dynamic_bsz"):
         mbs = ctx.get("critic.ppo_micro_batch_size")
         per_gpu = ctx.get("critic.ppo_micro_batch_size_per_gpu")
