@@ -680,6 +680,7 @@ for _id, _title, _regex in (
         r"Could not override|is not in struct",
     ),
     ("hydra-append-existing-key", "'+' on a key the config has", r"Could not append to config"),
+    ("hydra-group-option-missing", "a config-group option the release does not ship", r"Could not find '"),
     ("hydra-delete-missing-key", "'~' of a key the config lacks", r"Could not delete from config"),
     ("hydra-sweep-without-multirun", "a comma list is a sweep without --multirun", r"Ambiguous value for argument"),
     (

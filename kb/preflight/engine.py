@@ -156,13 +156,15 @@ def _hydra_finding(p: HydraProblem, release: str) -> PreflightFinding:
 
 
 def _group_finding(choice: GroupChoice, release: str) -> PreflightFinding:
-    line = f"{choice.group}={choice.option}"
+    line = f"{choice.group}={choice.option}" if choice.check == "hydra-key-not-in-struct" else f"{choice.group}=dp"
     return PreflightFinding(
-        check="hydra-key-not-in-struct",
+        check=choice.check,
         stage="hydra",
         severity="error",
         message=choice.error or "",
-        explanation=f"the defaults list of verl {release} keys this group by its name alone: write {line}",
+        explanation=f"the defaults list of verl {release} keys this group by its name alone: write {line}"
+        if choice.check == "hydra-key-not-in-struct"
+        else f"verl {release} has no {choice.group} option {choice.option}",
         exception="ConfigCompositionException",
         values=[PreflightValue(key=f"{choice.group}@{choice.package}", value=choice.text, source="override")],
         entry="hydra-override-key-not-in-struct",

@@ -17,6 +17,8 @@ from kb.versions import in_range
 _GROUP = re.compile(r"^(?P<group>[A-Za-z_][\w/]*)(?:@(?P<package>[A-Za-z_][\w.]*))?=(?P<option>[\w.-]+)$")
 #: the default-list groups of ppo_trainer.yaml whose Megatron option has a key set here, and the section each fills
 _SECTIONS = {"actor": "actor_rollout_ref.actor", "ref": "actor_rollout_ref.ref", "critic": "critic"}
+#: verl 0.7.1's config/model_engine/ options (Megatron came as an engine in 0.8.0)
+_MODEL_ENGINES_0_7_1 = ("dp", "torchtitan", "veomni")
 _MEGATRON_SECTIONS = ("actor_rollout_ref.actor", "actor_rollout_ref.ref", "critic")
 
 
@@ -26,8 +28,9 @@ class GroupChoice:
     group: str
     package: str | None
     option: str
-    #: Hydra's refusal, when the choice names no entry of the defaults list
+    #: Hydra's refusal, when the choice names no entry of the defaults list or no option of the group
     error: str | None = None
+    check: str = "hydra-key-not-in-struct"
 
 
 @cache
@@ -58,6 +61,14 @@ def group_choice(text: str, release: str) -> GroupChoice | None:
         if package is not None:
             return GroupChoice(text, group, package, option)
     if package is None and group == "model_engine" and in_range(release, ">=0.7.1"):
+        options = _MODEL_ENGINES_0_7_1 if in_range(release, "<0.8.0") else None
+        if options is not None and option not in options:
+            listed = "".join(f"\n\t{o}" for o in options)
+            error = (
+                f"In 'ppo_trainer': Could not find 'model_engine/{option}'\n\n"
+                f"Available options in 'model_engine':{listed}"
+            )
+            return GroupChoice(text, group, None, option, error, "hydra-group-option-missing")
         return GroupChoice(text, group, None, option)
     return None
 
