@@ -369,3 +369,9 @@ def test_cli_takes_a_job_directory(runner: CliRunner, tmp_path) -> None:  # type
     assert "overrides.yaml" in result.output
     (tmp_path / "empty").mkdir()
     assert runner.invoke(main, ["preflight", str(tmp_path / "empty")]).exit_code == 2
+
+
+def test_model_engine_megatron_is_an_option_from_0_8() -> None:
+    refused = preflight([*BASE, "model_engine=megatron"], "0.7.1").errors[0]
+    assert refused.check == "hydra-group-option-missing" and "Could not find 'model_engine/megatron'" in refused.message
+    assert preflight([*BASE, "model_engine=megatron"], "0.8.0").starts
