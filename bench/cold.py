@@ -8,6 +8,7 @@ measured in the same run (what any query paid before queries ran the ONNX model)
    (and to /healthz saying "model": "ready": the model loads in a thread once the server is up)
 5. `verl-doctor mcp` (stdio) from start to the answer of a first `diagnose` call
 6. `verl-doctor tui` in tmux from start to "semantic ready" in its title bar
+7. `verl-doctor preflight` of a launch command (a real verl run's)          target <= 0.3 s
 
 Usage: .venv/bin/python bench/cold.py [--repeat N] [--only NAME,...]
 The cache (index, ONNX model, corpus) is warmed once first: "cold" is a new process, not a new machine.
@@ -19,6 +20,7 @@ import argparse
 import json
 import os
 import resource
+import shlex
 import shutil
 import socket
 import statistics
@@ -36,6 +38,8 @@ DOCTOR = str(BIN / "verl-doctor")
 QUESTION = "how do I stop ray workers failing to register with the raylet on slurm?"
 TRACEBACK = REPO / "tests" / "fixtures" / "entries" / "ray-worker-register-raylet" / "positive-slurm-driver.log"
 ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+#: the command of a real verl 0.9.1 run that verl refused at validation (train batch not divisible by the GPUs)
+LAUNCH = (REPO / "tests" / "eval" / "verl_runs" / "batch_not_divisible_by_gpus" / "command.txt").read_text()
 
 
 def _run(cmd: list[str], stdin: str | None = None) -> None:
@@ -167,6 +171,13 @@ BENCHES: dict[str, tuple[str, Callable[[], None], str]] = {
     "serve-model": ("`serve` to /healthz saying model ready", serve_to_model_ready, ""),
     "mcp": ("`mcp` (stdio) to its first diagnose", mcp_first_diagnose, ""),
     "tui": ("`tui` to 'semantic ready'", tui_to_model_ready, ""),
+    "preflight": (
+        "cold `preflight` of a launch command",
+        lambda: _run(
+            [DOCTOR, "preflight", "--verl-version", "0.9.1", "--", *shlex.split(LAUNCH.split("timeout 300 ", 1)[1])]
+        ),
+        "<= 0.3 s",
+    ),
 }
 
 

@@ -38,10 +38,10 @@ REQUEST_FIELDS: tuple[RequestField, ...] = (
     RequestField(
         "input",
         "the user's text: a traceback, a log excerpt or a question to diagnose; a launch command, shell script "
-        "or `.hydra/overrides.yaml` to check",
-        http=("POST /v1/diagnose",),
-        mcp=("diagnose", "check_overrides"),
-        cli=(("match", "source"), ("check-overrides", "file_path")),
+        "or `.hydra/overrides.yaml` to check; a launch command, script, `overrides.yaml` or `config.yaml` to preflight",
+        http=("POST /v1/diagnose", "POST /v1/preflight"),
+        mcp=("diagnose", "check_overrides", "preflight"),
+        cli=(("match", "source"), ("check-overrides", "file_path"), ("preflight", "words")),
         aliases=(Alias("MCP", "diagnose", "text"), Alias("MCP", "check_overrides", "command_line")),
         note='CLI: the text comes from FILE or stdin; `match --jsonl` reads `{"id", "input", "top"}` lines',
     ),
@@ -79,9 +79,28 @@ REQUEST_FIELDS: tuple[RequestField, ...] = (
         "verl_version",
         "the verl release to render overrides for or check against, e.g. `0.9.1` (default: every range, or the "
         "newest release when checking)",
-        http=("POST /v1/ask", "POST /v1/chat/completions", "GET /v1/entries/{entry_id}"),
-        mcp=("ask", "get_entry", "check_overrides"),
-        cli=(("ask", "verl_version"), ("corpus show", "verl_version"), ("check-overrides", "verl_version")),
+        http=("POST /v1/ask", "POST /v1/chat/completions", "GET /v1/entries/{entry_id}", "POST /v1/preflight"),
+        mcp=("ask", "get_entry", "check_overrides", "preflight"),
+        cli=(
+            ("ask", "verl_version"),
+            ("corpus show", "verl_version"),
+            ("check-overrides", "verl_version"),
+            ("preflight", "verl_version"),
+        ),
+    ),
+    RequestField(
+        "nnodes",
+        "the number of nodes the job will run on, when the overrides do not set `trainer.nnodes`",
+        http=("POST /v1/preflight",),
+        mcp=("preflight",),
+        cli=(("preflight", "nnodes"),),
+    ),
+    RequestField(
+        "gpus_per_node",
+        "GPUs per node, when the overrides do not set `trainer.n_gpus_per_node`",
+        http=("POST /v1/preflight",),
+        mcp=("preflight",),
+        cli=(("preflight", "gpus_per_node"),),
     ),
     RequestField(
         "query",

@@ -13,7 +13,7 @@ from kb.engine import Diagnoser
 from server import mcp_mount, web
 from server.gate import RequestGate
 from server.problems import install_handlers
-from server.routes import chat, diagnose, entries, health, scan
+from server.routes import chat, diagnose, entries, health, preflight, scan
 from server.settings import ServerSettings
 from server.warmup import ModelLoad
 
@@ -54,7 +54,7 @@ def create_app(settings: ServerSettings | None = None, diagnoser: Diagnoser | No
     app.state.diagnoser = loaded
     app.state.model = ModelLoad("loading" if settings.semantic else "off")
     install_handlers(app)
-    for router in (health.router, diagnose.router, entries.router, chat.router, scan.router):
+    for router in (health.router, diagnose.router, entries.router, chat.router, scan.router, preflight.router):
         app.include_router(router)
     web.attach(app)
     mcp_mount.attach(app)  # the MCP SDK loads after start-up: /healthz answers without waiting for it

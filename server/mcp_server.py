@@ -34,6 +34,7 @@ from kb.entry_detail import EntryDetail, entry_detail, entry_summary
 from kb.inputs import InputError, read_input
 from kb.llm import LLMClient
 from kb.overrides import OverrideReport, check_overrides, extract_overrides
+from kb.preflight.models import PreflightResult
 from kb.result import Result
 from kb.scan.report import ScanReport
 from kb.search import SearchHit, search_entries
@@ -58,6 +59,8 @@ verl-doctor diagnoses failures of verl (RL post-training for LLMs) from a knowle
 - search_faq / get_entry: browse the knowledge base; entries are also resources at verl-doctor://entries/{id}.
 - check_overrides: check Hydra overrides (a list, or a whole launch command or script as `input`) against a verl
   release before submitting.
+- preflight: would verl start with this launch command / script / overrides.yaml / config.yaml? Findings in verl's
+  order, each with the values that break it, the entry and the fix.
 Every tool names its fields as the HTTP API does: `input` for the user's text, `verl_version` for the release.
 """
 
@@ -115,6 +118,18 @@ CheckInput = Annotated[
         validation_alias=AliasChoices("input", "command_line"),
         description="a launch command, shell script or .hydra/overrides.yaml text to take the overrides from",
     ),
+]
+PreflightInput = Annotated[
+    str,
+    Field(
+        min_length=1,
+        max_length=1_000_000,
+        description="a launch command (python -m verl.trainer.main_ppo k=v ...), a launch script, or the text of a "
+        ".hydra/overrides.yaml or config.yaml",
+    ),
+]
+Resources = Annotated[
+    int | None, Field(ge=1, le=100_000, description="nnodes / gpus_per_node when the input lacks them")
 ]
 Question = Annotated[
     str,
@@ -181,7 +196,7 @@ def _override_texts(overrides: list[str] | None, command_line: str | None) -> li
 
 
 def build_server(diagnoser: Diagnoser, setup: MCPSetup | None = None) -> MCPServer:
-    """The MCP server: six tools and the entries as resources, over ``diagnoser``."""
+    """The MCP server: seven tools and the entries as resources, over ``diagnoser``."""
     setup = setup or MCPSetup()
     roots = [Path(r) for r in setup.scan_roots]
     ready = _Ready(diagnoser)
@@ -295,6 +310,24 @@ def build_server(diagnoser: Diagnoser, setup: MCPSetup | None = None) -> MCPServ
             raise ToolError(str(exc)) from None
 
     server.add_tool(check_overrides_tool, name="check_overrides", title="Check Hydra overrides", annotations=_READ_ONLY)
+
+    async def preflight_tool(
+        input: PreflightInput,
+        verl_version: VerlVersion = None,
+        nnodes: Resources = None,
+        gpus_per_node: Resources = None,
+    ) -> PreflightResult:
+        """Would verl start with this launch (a command, a script, a .hydra/overrides.yaml or config.yaml text)?
+        The checks verl runs at start-up for that release; the first error finding is the one verl would raise."""
+        from kb.preflight.api import NoOverrides, preflight_text
+        from kb.preflight.inputs import InputError as UnreadableLaunch
+
+        try:
+            return await anyio.to_thread.run_sync(preflight_text, input, verl_version, nnodes, gpus_per_node)
+        except (UnreadableLaunch, NoOverrides, VersionError) as exc:
+            raise ToolError(str(exc)) from None
+
+    server.add_tool(preflight_tool, name="preflight", title="Preflight a verl launch", annotations=_READ_ONLY)
 
     _add_resources(server, diagnoser)
     return server

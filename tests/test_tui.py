@@ -473,3 +473,42 @@ async def test_a_chooses_the_alternative_that_c_copies(rules_engine: DoctorEngin
         assert "▶ Or keep the mini batch" in body
         await pilot.press("c")
         assert app.clipboard == "data.train_batch_size=16"
+
+
+@pytest.mark.anyio
+async def test_preflight_of_a_job_directory(rules_engine: DoctorEngine, tmp_path: Path) -> None:
+    """p in the Jobs tab preflights the overrides Hydra recorded for the job (a real verl 0.9.1 run's command)."""
+    import shlex
+
+    from kb.preflight.inputs import parse_argv
+
+    run = REPO / "tests" / "eval" / "verl_runs" / "batch_not_divisible_by_gpus"
+    overrides = parse_argv(shlex.split((run / "command.txt").read_text())).overrides
+    hydra = tmp_path / "job" / "outputs" / "2026-11-30" / "16-00-00" / ".hydra"
+    hydra.mkdir(parents=True)
+    (hydra / "overrides.yaml").write_text("".join(f"- {o}\n" for o in overrides))
+    app = app_with(rules_engine)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("f4")
+        await pilot.pause()
+        await pilot.press(*str(tmp_path / "job"))
+        app.query_one("#jobs-findings").focus()
+        await pilot.press("p")
+        await pilot.pause(0.2)
+        await pilot.app.workers.wait_for_complete([w for w in pilot.app.workers if w.group == "preflight"])
+        await pilot.pause()
+        head = str(app.query_one("#jobs-detail-head").render())
+        body = str(app.query_one("#jobs-detail-body").render())
+        assert "verl would not start" in head and "overrides.yaml" in head
+        assert "real-train-batch-not-divisible" in body
+        assert "real_train_batch_size (4) must be divisible by minimal possible batch size (3)" in body
+        assert "data.train_batch_size=6" in body  # the fix computed from the job's own values
+        # a directory without Hydra's record is a message, not a crash
+        (tmp_path / "empty").mkdir()
+        path = app.query_one("#jobs-path")
+        path.value = str(tmp_path / "empty")  # type: ignore[attr-defined]
+        app.query_one("#jobs-findings").focus()
+        await pilot.press("p")
+        await pilot.pause(0.2)
+        await pilot.app.workers.wait_for_complete([w for w in pilot.app.workers if w.group == "preflight"])
+        assert "real-train-batch-not-divisible" in str(app.query_one("#jobs-detail-body").render())

@@ -24,6 +24,7 @@ from kb.cli.issues import issues_group
 from kb.cli.match import match_cmd
 from kb.cli.mcp import mcp_cmd
 from kb.cli.overrides import check_overrides_cmd
+from kb.cli.preflight import preflight_cmd
 from kb.cli.scan import scan_cmd
 from kb.cli.serve import serve_cmd
 from kb.cli.tui import tui_cmd
@@ -61,6 +62,7 @@ def main() -> None:
     \b
     verl-doctor corpus validate            check every entry of the knowledge base
     verl-doctor check-overrides -- k=v ... check Hydra overrides before you submit a job
+    verl-doctor preflight -- python -m ... would verl start with this launch? (and the fix)
     verl-doctor match error.log            diagnose a traceback, a log or a question
     verl-doctor scan JOB_DIR               every log of a job: incidents, cascades, metric drift
     verl-doctor ask "..."                  answers in words, citing the entries
@@ -81,5 +83,6 @@ for _command in (
     issues_group,
     mcp_cmd,
     tui_cmd,
+    preflight_cmd,
 ):
     main.add_command(_command)

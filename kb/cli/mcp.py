@@ -26,8 +26,8 @@ from kb.cli.common import corpus_option, fail
 )
 @click.option("--no-semantic", is_flag=True, help="Rules and lexical search only: never load the embedding model.")
 def mcp_cmd(corpus_path: str | None, scan_roots: tuple[str, ...], no_semantic: bool) -> None:
-    """Serve the MCP tools (diagnose, ask, scan, search_faq, get_entry, check_overrides) and the FAQ entries
-    as resources over stdio.
+    """Serve the MCP tools (diagnose, ask, scan, search_faq, get_entry, check_overrides, preflight) and the
+    FAQ entries as resources over stdio.
 
     \b
     Tools (parameters as on the HTTP API; see the README's request fields):
@@ -37,6 +37,7 @@ def mcp_cmd(corpus_path: str | None, scan_roots: tuple[str, ...], no_semantic: b
       search_faq       query, top: entries by words, an error message or an id
       get_entry        entry_id, verl_version: one entry, its overrides for a verl release
       check_overrides  overrides, input, verl_version: Hydra overrides checked before submitting
+      preflight        input, verl_version, nnodes, gpus_per_node: would verl start with this launch?
     Resources: verl-doctor://entries (the index) and verl-doctor://entries/{id} (an entry's Markdown).
 
     \b

@@ -18,6 +18,7 @@ SEE_ALSO = {
     "mcp": "[HTTP API](#http-api-faq-page-and-mcp)",
     "tui": "[The TUI](#the-tui)",
     "check-overrides": "[check-overrides](#check-overrides)",
+    "preflight": "[Preflight](#preflight)",
 }
 
 START = "<!-- commands: generated from the click help by scripts/update_readme.py; do not edit by hand -->"

@@ -72,7 +72,6 @@ class SegmentResult:
             self.metrics[key] = [(s, v, ln + n) for s, v, ln in points]
 
 
-
 def merge_segments(segments: list[SegmentResult], consecutive: bool = True) -> SegmentResult:
     """One file's result from its segments, with absolute line numbers. With ``consecutive=False`` the
     parts are successive generations of a file (rotated or truncated), each numbered from its line 1."""

@@ -55,7 +55,8 @@ opens a directory, s scans the highlighted one. The scan runs in the background 
 under the path; the findings come worst first. ↑ ↓ shows each one (where, how often, the excerpt
 with its evidence lines, the diagnosis); o opens its FAQ entry, c copies its overrides. f follows a
 running job: what it writes from then on is read as it appears (through rotation and truncation) and
-each new finding is listed and announced; f again stops.
+each new finding is listed and announced; f again stops. p preflights the job: the overrides Hydra
+recorded in its `.hydra/overrides.yaml` checked the way verl checks them at start-up, with the fixes.
 
 ## Starting it
 

@@ -104,6 +104,7 @@ class JobsPane(UsesEngine, Vertical):
         Binding("f", "toggle_follow", "Follow"),
         Binding("c", "copy_overrides", "Copy fix"),
         Binding("o", "open_entry", "Open entry"),
+        Binding("p", "preflight", "Preflight"),
     ]
 
     DEFAULT_CSS = """
@@ -418,7 +419,40 @@ class JobsPane(UsesEngine, Vertical):
         else:
             self.notify("This finding has no entry.", severity="warning")
 
+    # -- preflight of the job's overrides (tui/widgets/jobs/preflight.py)
+
+    def action_preflight(self) -> None:
+        typed = self.query_one("#jobs-path", Input).value.strip()
+        if not typed:
+            self.notify("Type or pick the job directory first.", severity="warning")
+            return
+        self.query_one(ContentSwitcher).current = "jobs-results"
+        self._run_preflight(Path(typed).expanduser())
+
+    @work(thread=True, exclusive=True, group="preflight")
+    def _run_preflight(self, path: Path) -> None:
+        from tui.widgets.jobs.preflight import preflight_markup, run_preflight
+
+        try:
+            found, result = run_preflight(path)
+        except (OSError, ValueError) as exc:  # no overrides.yaml, unreadable, bad input: a message
+            self.app.call_from_thread(self.notify, str(exc), title="Preflight", severity="warning")
+            return
+        head, body = preflight_markup(found, result)
+        self.app.call_from_thread(self._show_preflight, head, body, result.starts)
+
+    def _show_preflight(self, head: Content, body: Content, starts: bool) -> None:
+        self.query_one("#jobs-detail-head", Static).update(head)
+        excerpt = self.query_one("#jobs-detail-excerpt", Static)
+        excerpt.update("")
+        excerpt.display = False
+        self.query_one("#jobs-detail-body", Static).update(body)
+        self.query_one("#jobs-status", Static).update(
+            "preflight: " + ("verl would start" if starts else "verl would not start")
+        )
+        self.query_one("#jobs-detail", VerticalScroll).scroll_home(animate=False)
+
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "scan_highlighted":
             return self.query_one(ContentSwitcher).current == "jobs-tree"
-        return not (action in ("copy_overrides", "open_entry") and isinstance(self.app.focused, Input))
+        return not (action in ("copy_overrides", "open_entry", "preflight") and isinstance(self.app.focused, Input))
