@@ -70,8 +70,10 @@ def _calls(node: ast.AST, name: str) -> bool:
 
 def _function_ast(fn: Callable[..., Any]) -> tuple[ast.FunctionDef, str]:
     fn = inspect.unwrap(fn)
-    src = textwrap.dedent(inspect.getsource(fn))
-    mod = ast.parse(src)
+    lines, start = inspect.getsourcelines(fn)
+    mod = ast.parse(textwrap.dedent("".join(lines)))
+    # keep the file's own line numbers, so tracebacks (and raised_at) point at verl's source lines
+    ast.increment_lineno(mod, start - 1)
     node = mod.body[0]
     assert isinstance(node, ast.FunctionDef), type(node)
     node.decorator_list = []
@@ -259,10 +261,12 @@ def _validation_prints_mark(main_ppo: types.ModuleType) -> bool:
     vc = getattr(main_ppo, "validate_config", None)
     if vc is not None:
         srcs.append(inspect.getsource(vc))
-    from verl.trainer.ppo import ray_trainer
+    else:
+        # 0.4.x / 0.5.0 validate in RayPPOTrainer (0.9.x's ray_trainer needs modules main() does not)
+        from verl.trainer.ppo import ray_trainer
 
-    if hasattr(ray_trainer.RayPPOTrainer, "_validate_config"):
-        srcs.append(inspect.getsource(ray_trainer.RayPPOTrainer._validate_config))
+        if hasattr(ray_trainer.RayPPOTrainer, "_validate_config"):
+            srcs.append(inspect.getsource(ray_trainer.RayPPOTrainer._validate_config))
     return any(PASSED_MARK in s for s in srcs)
 
 
