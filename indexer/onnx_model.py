@@ -187,7 +187,8 @@ def load(model_dir: str) -> OnnxEncoder | None:
         pending.join()
         if pending.error is not None:
             raise pending.error
-        if pending.loaded and pending.model_dir == model_dir:
+        # The same model and the same exported file: the cache directory may have changed since.
+        if pending.loaded and pending.model_dir == model_dir and pending.path == onnx_path(model_dir):
             return pending.encoder
     return _load(model_dir)
 
@@ -200,6 +201,7 @@ class _Prefetch(threading.Thread):
         super().__init__(name="prefetch-onnx")
         self._model_dir = model_dir
         self.model_dir: str | None = None
+        self.path: Path | None = None
         self.loaded = False
         self.encoder: OnnxEncoder | None = None
         self.error: Exception | None = None
@@ -207,8 +209,9 @@ class _Prefetch(threading.Thread):
     def run(self) -> None:
         try:
             self.model_dir = self._model_dir()
+            self.path = onnx_path(self.model_dir)
             # Only the exported file: the torch fallback is too heavy to start on a guess.
-            if onnx_path(self.model_dir).is_file():
+            if self.path.is_file():
                 self.encoder = _load(self.model_dir)
                 self.loaded = True
                 import faiss  # noqa: F401  (what the vectors are searched with: about as long to import)

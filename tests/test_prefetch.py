@@ -46,6 +46,21 @@ def test_a_prefetch_for_another_model_is_not_used(exported: str, tmp_path: Path)
     assert onnx_model._pending is None
 
 
+def test_a_prefetch_for_another_cache_is_not_used(
+    exported: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A prefetch left by an earlier command (here: under the session's cache) is not the encoder of a load
+    under another cache directory, where the exported file may be missing or broken."""
+    onnx_model.load(exported)  # takes whatever an earlier test left pending
+    onnx_model.prefetch(onnx_model.model_path)
+    pending = onnx_model._pending
+    assert pending is not None
+    pending.join()
+    assert pending.loaded
+    monkeypatch.setenv("VERL_DOCTOR_CACHE", str(tmp_path))
+    assert onnx_model.load(exported) is None  # nothing is exported under the new cache
+
+
 def test_a_failed_prefetch_is_raised_where_the_encoder_is_wanted(exported: str) -> None:
     def broken() -> str:
         raise OSError("model directory unreadable")
