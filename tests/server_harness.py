@@ -24,8 +24,11 @@ def free_port() -> int:
 
 
 @contextmanager
-def running(app: FastAPI) -> Iterator[str]:
-    """Serve ``app`` on 127.0.0.1:<free port>; yields the base URL and stops the server afterwards."""
+def running(app: FastAPI, until_model: bool = False) -> Iterator[str]:
+    """Serve ``app`` on 127.0.0.1:<free port>; yields the base URL and stops the server afterwards.
+
+    ``until_model`` waits until /healthz says the embedding model is no longer loading: on a loaded CI
+    machine the first export of the model can outlast a client's per-request timeout."""
     port = free_port()
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on"))
     thread = threading.Thread(target=server.run, daemon=True)
@@ -34,8 +37,10 @@ def running(app: FastAPI) -> Iterator[str]:
     deadline = time.monotonic() + 300  # the lifespan loads the model and may build the index
     while time.monotonic() < deadline:
         try:
-            if httpx.get(f"{base}/healthz", timeout=2).status_code == 200:
+            health = httpx.get(f"{base}/healthz", timeout=2)
+            if health.status_code == 200 and not (until_model and health.json().get("model") == "loading"):
                 break
+            time.sleep(0.1)
         except httpx.HTTPError:
             time.sleep(0.1)
     else:

@@ -39,7 +39,7 @@ def scan_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="session")
 def api(diagnoser, scan_root: Path) -> Iterator[str]:
     settings = ServerSettings(scan_roots=[scan_root], max_body_bytes=64 * 1024)
-    with running(create_app(settings, diagnoser)) as base:
+    with running(create_app(settings, diagnoser), until_model=True) as base:
         yield base
 
 
@@ -216,6 +216,9 @@ def test_schemathesis_finds_no_server_errors(api: str) -> None:
             "examples,coverage,fuzzing",
             "--workers",
             "1",
+            # A slow answer is not a server error; the default 10 s is short for a loaded 2-core CI box.
+            "--request-timeout",
+            "120",
             "--exclude-path",
             "/v1/scan",
             # A fixed seed keeps CI reproducible; set SCHEMATHESIS_SEED to explore other inputs.
