@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -18,6 +19,22 @@ from tests.conftest import REPO
 
 QUESTION = "how do I stop ray workers failing to register with the raylet on slurm?"
 TRACEBACK = REPO / "tests" / "fixtures" / "entries" / "ray-worker-register-raylet" / "positive-slurm-driver.log"
+
+
+def _drop_pending_prefetch() -> None:
+    with onnx_model._PENDING_LOCK:
+        pending, onnx_model._pending = onnx_model._pending, None
+    if pending is not None:
+        pending.join(timeout=120)
+
+
+@pytest.fixture(autouse=True)
+def no_leftover_prefetch() -> Iterator[None]:
+    """A prefetch is once per process: one that an in-process command of another test started and nobody
+    took would stand in for the one this test starts (seen in a random order on CI)."""
+    _drop_pending_prefetch()
+    yield
+    _drop_pending_prefetch()
 
 
 @pytest.fixture(scope="module")
