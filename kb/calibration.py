@@ -43,6 +43,8 @@ FORMAT = 2
 TARGET_PRECISION = 0.97
 #: A `match` region must hold at least this many first answers on dev: fewer would be chance.
 MIN_REGION = 10
+#: No answer is certain (dev's surest tenth was right 98 % of the time), and 0.995 would read "1.00".
+PROBABILITY_CAP = 0.99
 
 Kind = Literal["isotonic", "platt", "logistic"]
 #: How a calibration splits inputs: one map for all, or one for questions in words and one for logs.
@@ -112,7 +114,8 @@ class Calibration:
     cv: dict[str, Any] = field(default_factory=dict, compare=False)
 
     def probability(self, features: dict[str, float]) -> float:
-        """To three decimals, as shown: the fit chooses its thresholds among the values the engine shows."""
+        """To three decimals, as shown (the fit chooses its thresholds among the values the engine shows),
+        never above PROBABILITY_CAP."""
         g = self.groups[group_of(features, self.grouping)]
         score = features["score"]
         if self.kind == "isotonic":
@@ -121,7 +124,7 @@ class Calibration:
             p = sigmoid(g.a * logit(score) + g.b)
         else:
             p = sigmoid(g.bias + sum(w * features[n] for w, n in zip(g.weights, g.names, strict=True)))
-        return round(p, 3)
+        return round(min(p, PROBABILITY_CAP), 3)
 
     def is_match(self, probability: float) -> bool:
         return self.match_threshold is not None and probability >= self.match_threshold
