@@ -13,15 +13,11 @@ import math
 from collections import defaultdict
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
 from kb.result import Result
-
-if TYPE_CHECKING:
-    from kb.calibration import Calibration
-    from kb.engine import Diagnoser
 
 Kind = Literal["traceback", "log", "question", "metrics"]
 Split = Literal["dev", "holdout"]
@@ -226,7 +222,7 @@ def score(
             )
             misses.append(_miss(case, got, why))
     answerable = sum(1 for c in pos if not c.no_entry)
-    reliability, ece = _reliability(firsts)
+    reliability_rows, ece = reliability(firsts)
     return BenchmarkReport(
         split=split,
         cases=len(cases),
@@ -247,12 +243,14 @@ def score(
         by_area=_rows(groups, "area"),
         misses=misses,
         unknown_ids=sorted(unknown),
-        reliability=reliability,
+        reliability=reliability_rows,
         ece=ece,
     )
 
 
-def _reliability(firsts: list[tuple[float, bool]], bins: int = 10) -> tuple[list[ReliabilityBin], float]:
+def reliability(firsts: list[tuple[float, bool]], bins: int = 10) -> tuple[list[ReliabilityBin], float]:
+    """First answers (confidence, right) in ``bins`` equal bins: the reliability table and the expected
+    calibration error (the answers' share-weighted gap between mean confidence and accuracy)."""
     rows: list[ReliabilityBin] = []
     ece = 0.0
     for b in range(bins):
@@ -265,25 +263,6 @@ def _reliability(firsts: list[tuple[float, bool]], bins: int = 10) -> tuple[list
         ece += len(inside) / len(firsts) * abs(mean - accuracy)
         rows.append(ReliabilityBin(low=low, high=high, answers=len(inside), mean_confidence=mean, accuracy=accuracy))
     return rows, ece
-
-
-def fit_calibration(diagnoser: Diagnoser, cases: list[RealCase], note: str) -> Calibration:
-    """Fit kb.calibration on every candidate the hand-set fusion keeps for the cases (dev only)."""
-    import copy
-
-    from kb import calibration
-
-    plain = copy.copy(diagnoser)
-    plain.calibration = None
-    rows: list[tuple[dict[str, float], int]] = []
-    firsts: list[tuple[dict[str, float], int]] = []
-    for case in cases:
-        for i, m in enumerate(plain.diagnose(case.input, top=50).matches):
-            label = int(m.id in case.answers)
-            rows.append((m.features, label))
-            if i == 0:
-                firsts.append((m.features, label))
-    return calibration.fit(rows, firsts, note)
 
 
 def _miss(case: RealCase, got: list[Returned], why: str) -> BenchMiss:

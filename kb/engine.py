@@ -72,7 +72,8 @@ class Diagnoser:
         self._issues: IssueSearcher | None = None
         self._issues_loaded = False
         self.kb_version = corpus.fingerprint
-        #: Fitted confidence (kb/data/calibration.json); None keeps the hand-set fusion and its thresholds.
+        #: Fitted confidence (kb/data/calibration.json, applied by :meth:`calibrate`); None keeps the hand-set
+        #: fusion and its thresholds.
         self.calibration = calibration_model.load()
 
     def without_retriever(self) -> Diagnoser:
@@ -127,9 +128,12 @@ class Diagnoser:
         }
         best_rule = max((c.rule for c in cands.values()), default=0.0)
         notes: list[str] = []
+        # A question in words and a log behave differently (a calibration may map each on its own).
+        question = is_question(lines, signals)
+        for c in cands.values():
+            c.question = question
         if semantic and best_rule < RULES_DECISIVE and self._retriever_factory is not None:
             query = distill(lines, signals)
-            question = is_question(lines, signals)
             retriever = self.retriever
             if retriever is not None:
                 for eid, score, kind in retriever.search(query, k=8):
@@ -147,13 +151,10 @@ class Diagnoser:
         version = self.version_for(signals)
         matches = [self.build_match(c, signals, lines, version) for c in cands.values()]
         provenance = _provenance.assess(lines, signals)
-        threshold = self.calibration.match_threshold if self.calibration else MATCH_THRESHOLD
-        _provenance.apply(matches, provenance, self.entries, threshold)
+        held = _provenance.apply(matches, provenance, self.entries, MATCH_THRESHOLD)
         # The fit saw only candidates the hand-set fusion keeps, so that floor stays; the fitted one is on top.
-        floor = self.calibration.possible_threshold if self.calibration else 0.0
-        matches = [m for m in matches if m.features["heuristic"] >= POSSIBLE_THRESHOLD and m.confidence >= floor]
-        matches.sort(key=lambda m: (-m.confidence, m.id))
-        matches = matches[:top]
+        matches = [m for m in matches if m.features["heuristic"] >= POSSIBLE_THRESHOLD]
+        matches = self.calibrate(matches, held)[:top]
         abstained = not any(m.verdict == "match" for m in matches)
         if (held_back := _provenance.note(provenance, matches, self.entries)) is not None:
             notes.append(held_back)
@@ -198,8 +199,30 @@ class Diagnoser:
             )
             if match.confidence >= POSSIBLE_THRESHOLD:
                 matches.append(match)
-        matches.sort(key=lambda m: (-m.confidence, m.id))
-        return matches
+        return self.calibrate(matches, set())
+
+    def calibrate(self, matches: list[Match], held: set[str]) -> list[Match]:
+        """Best first in the fused order, each fused confidence (after provenance) replaced by the fitted
+        probability, verdicts from the fit's thresholds, candidates below its `possible` floor dropped.
+        ``held``: the ids provenance held back, which stay near misses whatever the fit says. Without a
+        calibration the fused scores stand.
+
+        A calibration never reorders: the fused order is what the benchmark's top-1 was tuned on, and a fit
+        may reorder only where it ranks better, which none did on dev. So that the list still reads best
+        first, a candidate never shows more than the one above it."""
+        cal = self.calibration
+        ranked = sorted(matches, key=lambda m: (-m.confidence, m.id))
+        kept = []
+        ceiling = 1.0
+        for i, m in enumerate(ranked):
+            calibration_model.finish(m.features, m.confidence, m.id in held, first=i == 0)
+            if cal is not None:
+                m.confidence = ceiling = min(ceiling, cal.probability(m.features))
+                m.verdict = "match" if cal.is_match(m.confidence) and m.id not in held else "possible"
+                if m.confidence < cal.possible_threshold:
+                    continue
+            kept.append(m)
+        return kept
 
     @staticmethod
     def version_for(signals: Signals) -> str | None:
@@ -254,9 +277,6 @@ class Diagnoser:
             version is not None and entry_excludes(entry, version),
             shows_verl(signals),
         )
-        threshold = MATCH_THRESHOLD
-        if self.calibration is not None:
-            conf, threshold = self.calibration.probability(features), self.calibration.match_threshold
         conf = round(conf, 3)
         overrides, alternatives = render_fix(entry, version, signals.overrides)
         match = Match(
@@ -264,7 +284,7 @@ class Diagnoser:
             title=entry.title,
             area=entry.area,
             confidence=conf,
-            verdict="match" if conf >= threshold else "possible",
+            verdict="match" if conf >= MATCH_THRESHOLD else "possible",
             cause=entry.cause,
             conditions=conditions,
             overrides=overrides,

@@ -318,18 +318,24 @@ def _foreign(name: str, clues: list[ProvenanceClue]) -> Provenance:
     )
 
 
-def apply(matches: list[Match], provenance: Provenance, entries: dict[str, Entry], match_threshold: float) -> None:
+def apply(
+    matches: list[Match], provenance: Provenance, entries: dict[str, Entry], match_threshold: float
+) -> set[str]:
     """Hold back what provenance does not support: on another stack every entry, on an input that does not
-    say, the generic ones, become near misses (confidence squeezed below ``match_threshold``, order kept)."""
+    say, the generic ones, become near misses (confidence squeezed below ``match_threshold``, order kept).
+    Returns the ids held back (a calibration applied later keeps them near misses)."""
+    held: set[str] = set()
     for m in matches:
         entry = entries.get(m.id)
         generic = entry is not None and entry.meta.generic
         if provenance.verl is True or (provenance.verl is None and not generic):
             continue
+        held.add(m.id)
         if m.confidence > NEAR_MISS_CAP:
             # Squeeze [cap, 1] into [cap - band, cap]: below a match, and the order among them kept.
             m.confidence = round(NEAR_MISS_CAP - NEAR_MISS_BAND * (1 - m.confidence) / (1 - NEAR_MISS_CAP), 3)
         m.verdict = "match" if m.confidence >= match_threshold else "possible"
+    return held
 
 
 def note(provenance: Provenance, matches: list[Match], entries: dict[str, Entry]) -> str | None:

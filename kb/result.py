@@ -102,6 +102,12 @@ class Match(BaseModel):
     def features(self, value: dict[str, float]) -> None:
         self._features = value
 
+    @property
+    def score(self) -> float:
+        """The hand-set fused score (after provenance) that ``confidence`` was calibrated from: the scale the
+        hand-set thresholds of :mod:`kb.scoring` are on (the confidence itself when no calibration is shipped)."""
+        return self._features.get("score", self.confidence)
+
 
 class SignalsSummary(BaseModel):
     exceptions: list[str] = Field(default_factory=list)

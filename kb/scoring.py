@@ -1,10 +1,11 @@
 """The hand-set scoring constants, in one place: how rule hits, semantic and lexical similarity, the
 conditions and the release are fused into one confidence, and the thresholds every surface reads.
 
-They were set by hand on the self-made eval sets; a fitted calibration (``kb/data/calibration.json``, see
-:mod:`kb.calibration`) replaces the final confidence and its match/possible thresholds when one is
-shipped, but the fusion below still makes the features it is fitted on, and ``POSSIBLE_THRESHOLD`` still
-decides which candidates it ever sees. Nothing else in the package holds a scoring number.
+They were set by hand on the self-made eval sets. They still rank the candidates and drop the weak
+ones, but the confidence a user sees is the fitted calibration's (``kb/data/calibration.json``, see
+:mod:`kb.calibration`), and so are the match/possible thresholds; ``MATCH_THRESHOLD`` decides only when no
+calibration is shipped, and the ask path's thresholds below are on the fused score (``Match.score``).
+Nothing else in the package holds a scoring number.
 """
 
 from __future__ import annotations

@@ -93,7 +93,7 @@ def ask(
     others = [
         citation(diagnoser.entries[m.id], m)
         for m in chosen.matches[1:]
-        if m.id not in {c.id for c in citations} and m.confidence >= POSSIBLE_THRESHOLD
+        if m.id not in {c.id for c in citations} and m.score >= POSSIBLE_THRESHOLD
     ][:2]
     if followup and _answered_before(messages, entry.id):
         # The user has the earlier answer about this entry: say what the last turn changes, not all of it again.
@@ -152,7 +152,7 @@ def _answerable(result: Result, question: bool = True) -> Match | None:
     if not result.matches:
         return None
     best = result.matches[0]
-    if best.verdict == "match" or (question and best.confidence >= ANSWER_THRESHOLD):
+    if best.verdict == "match" or (question and best.score >= ANSWER_THRESHOLD):
         return best
     return None
 
@@ -162,7 +162,7 @@ def _runner_up(result: Result) -> Match | None:
     if len(result.matches) < 2:
         return None
     first, second = result.matches[0], result.matches[1]
-    if second.confidence >= ANSWER_THRESHOLD and first.confidence - second.confidence < ANSWER_MARGIN:
+    if second.score >= ANSWER_THRESHOLD and first.score - second.score < ANSWER_MARGIN:
         return second
     return None
 

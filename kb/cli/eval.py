@@ -11,8 +11,12 @@ from kb.cli import common
 from kb.cli.common import corpus_option, fail
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from kb.benchmark import RealCase
     from kb.engine import Diagnoser
     from kb.evaluation import Case
+    from kb.result import Result
 
 
 @click.command("eval")
@@ -34,7 +38,10 @@ if TYPE_CHECKING:
 @click.option(
     "--fit",
     is_flag=True,
-    help="With --split dev: fit the confidence model on it and write kb/data/calibration.json, then score again.",
+    help=(
+        "With --split dev: cross-validate the calibrators on it (grouped by thread), write the chosen one to "
+        "kb/data/calibration.json and score with it; exit 1 and write nothing if none reaches 97 % precision."
+    ),
 )
 def eval_cmd(
     cases: tuple[str, ...],
@@ -61,6 +68,8 @@ def eval_cmd(
             fail("a real benchmark directory is scored alone, and not with --ask")
         if fit and split != "dev":
             fail("--fit fits on --split dev only (the holdout is never fitted on)")
+        if fit and no_semantic:
+            fail("--fit fits what the engine sees with its semantic layer; drop --no-semantic")
         _run_benchmark(paths[0], split, corpus_path, as_json, no_semantic, fit)
         return
     if fit:
@@ -89,27 +98,21 @@ def _run_benchmark(
 ) -> None:
     import json
 
-    from kb.benchmark import SPLITS, fit_calibration, load_split, render_benchmark, score
+    from kb.benchmark import SPLITS, load_split, render_benchmark, score
 
     try:
         chosen = {s: load_split(directory, s) for s in SPLITS if split in (None, s)}
     except ValueError as exc:
         fail(str(exc))
     diagnoser = common.build_diagnoser(corpus_path, semantic=not no_semantic)
-    if fit:
-        from kb import calibration
-
-        fitted = fit_calibration(diagnoser, chosen["dev"], f"dev split of {directory} ({len(chosen['dev'])} cases)")
-        target = calibration.bundled_path()
-        target.write_text(json.dumps(fitted.to_json(), indent=1) + "\n", encoding="utf-8")
-        diagnoser.calibration = fitted
-        click.echo(
-            f"fitted on {len(chosen['dev'])} dev cases: match from {fitted.match_threshold:.3f}, "
-            f"possible from {fitted.possible_threshold:.3f}; written to {target}",
-            err=True,
-        )
     known = set(diagnoser.entries)
-    reports = {s: score(lambda text: diagnoser.diagnose(text, top=5), cases, known, s) for s, cases in chosen.items()}
+    if fit:
+        diagnose = _fit(diagnoser, chosen["dev"])
+        reports = {"dev": score(diagnose, chosen["dev"], known, "dev")}
+    else:
+        reports = {
+            s: score(lambda text: diagnoser.diagnose(text, top=5), cases, known, s) for s, cases in chosen.items()
+        }
     if as_json:
         if len(reports) == 1:
             click.echo(next(iter(reports.values())).model_dump_json(indent=1))
@@ -118,6 +121,52 @@ def _run_benchmark(
         return
     for report in reports.values():
         render_benchmark(report)
+
+
+def _fit(diagnoser: Diagnoser, dev: list[RealCase]) -> Callable[[str], Result]:
+    """`eval --fit`: every calibrator cross-validated on dev, the chosen one written to
+    kb/data/calibration.json and set on ``diagnoser``; returns how it answers each dev case (from the one
+    pass the fit made, not a second). Exits 1 and writes nothing when no calibrator reaches the target."""
+    import json
+
+    from kb import calibration
+    from kb.calibration_fit import FitError, collect, fit, recalibrated, render_table
+
+    collected = collect(diagnoser, dev)
+    note = (
+        f"dev split: {len(dev)} cases, {len({c.thread for c in dev})} threads; "
+        f"corpus {diagnoser.kb_version}, {len(diagnoser.entries)} entries"
+    )
+    try:
+        fitted = fit(collected, note)
+    except FitError as exc:
+        fail(f"{exc}\nnothing written: {calibration.bundled_path()} is unchanged", code=1)
+    click.echo(render_table(fitted.table, fitted.baseline), err=True)
+    target = calibration.bundled_path()
+    before = calibration.load(target)
+    if before is not None and before.cv.get("chosen"):
+        # So that a refit after corpus changes shows what it replaces, beside what it ships.
+        row = before.cv["chosen"]
+        click.echo(
+            f"replacing: {row.get('calibrator')} (ECE {row.get('ece')}, match precision {row.get('match_precision')}, "
+            f"{row.get('positives_matched')} positives matched), fitted on {before.fitted_on}",
+            err=True,
+        )
+    target.write_text(json.dumps(fitted.calibration.to_json(), indent=1) + "\n", encoding="utf-8")
+    diagnoser.calibration = fitted.calibration
+    cal = fitted.calibration
+    click.echo(
+        f"chosen: {fitted.chosen.label}: match from {cal.match_threshold}, possible from "
+        f"{cal.possible_threshold}; written to {target}",
+        err=True,
+    )
+    click.echo(
+        "the figures below score dev with the map fitted on all of it (in sample); the table above, out of "
+        "fold, is the measure",
+        err=True,
+    )
+    by_input = {case.input: c for case, c in zip(dev, collected, strict=True)}
+    return lambda text: recalibrated(diagnoser, by_input[text])
 
 
 def _run_ask_eval(diagnoser: Diagnoser, cases: list[Case], as_json: bool) -> None:
