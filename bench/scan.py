@@ -35,7 +35,7 @@ sys.path.insert(0, str(REPO))
 
 from tests.scan_jobdir import ACTOR_DIED, OOM_TRACEBACK, OVERRIDES, VERSIONS, WATCHDOG  # noqa: E402
 
-BIN = REPO / ".venv" / "bin"
+BIN = Path(sys.executable).parent  # the venv this runs in (a worktree may have none of its own)
 
 
 def _noise_pool(rng: random.Random) -> list[str]:

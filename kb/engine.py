@@ -149,12 +149,16 @@ class Diagnoser:
             notes.append("decided by rules; semantic search not needed")
 
         version = self.version_for(signals)
-        matches = [self.build_match(c, signals, lines, version) for c in cands.values()]
+        # The fix is rendered for the matches shown only (below): for the dozen candidates a question
+        # brings it was a fifth of a warm query, and nothing that ranks or filters them reads it.
+        matches = [self.build_match(c, signals, lines, version, render=False) for c in cands.values()]
         provenance = _provenance.assess(lines, signals)
         held = _provenance.apply(matches, provenance, self.entries, MATCH_THRESHOLD)
         # The fit saw only candidates the hand-set fusion keeps, so that floor stays; the fitted one is on top.
         matches = [m for m in matches if m.features["heuristic"] >= POSSIBLE_THRESHOLD]
         matches = self.calibrate(matches, held)[:top]
+        for m in matches:
+            m.overrides, m.alternatives = render_fix(self.entries[m.id], version, signals.overrides)
         abstained = not any(m.verdict == "match" for m in matches)
         if (held_back := _provenance.note(provenance, matches, self.entries)) is not None:
             notes.append(held_back)
@@ -246,7 +250,11 @@ class Diagnoser:
         conf = c.rule + (1 - c.rule) * retrieval * S.RETRIEVAL_SUPPORT_SHARE if c.rule > 0 else retrieval
         return conf, evidence
 
-    def build_match(self, c: Candidate, signals: Signals, lines: list[Line], version: str | None) -> Match:
+    def build_match(
+        self, c: Candidate, signals: Signals, lines: list[Line], version: str | None, render: bool = True
+    ) -> Match:
+        """The scored match of a candidate; ``render=False`` leaves its fix (overrides, alternatives) empty
+        for the caller to render once it knows which matches it keeps."""
         entry = c.entry
         conf, evidence = self._confidence(c)
         conditions = [
@@ -278,7 +286,7 @@ class Diagnoser:
             shows_verl(signals),
         )
         conf = round(conf, 3)
-        overrides, alternatives = render_fix(entry, version, signals.overrides)
+        overrides, alternatives = render_fix(entry, version, signals.overrides) if render else ([], [])
         match = Match(
             id=entry.id,
             title=entry.title,

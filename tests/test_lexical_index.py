@@ -42,3 +42,20 @@ def test_scores_and_ranking_equal_bm25s_on_every_eval_input(diagnoser) -> None: 
         np.testing.assert_allclose([s for _, s in mine], [s / best for _, s in theirs], atol=1e-4)
         last = theirs[-1][1] / best
         assert {i for i, s in mine if s > last + 1e-4} == {i for i, s in theirs if s / best > last + 1e-4}
+
+
+def test_the_cached_index_scores_as_a_fresh_one_and_a_spoiled_file_is_rebuilt(tmp_path, diagnoser) -> None:  # type: ignore[no-untyped-def]
+    texts = [entry_document(e) for e in diagnoser.entries.values()]
+    fresh = _BM25([tokenize(t) for t in texts])
+    built = _BM25.cached(texts, tmp_path)
+    (saved,) = tmp_path.glob("bm25-*.pickle")
+    loaded = _BM25.cached(texts, tmp_path)
+    query = tokenize("ray workers fail to register with the raylet on slurm")
+    for index in (built, loaded):
+        np.testing.assert_array_equal(index.scores(query), fresh.scores(query))
+        assert index.top(query, 8) == fresh.top(query, 8)
+    # Other texts: another file, never the first one's index.
+    other = _BM25.cached(texts[:-1], tmp_path)
+    assert len(list(tmp_path.glob("bm25-*.pickle"))) == 2 and other.scores(query).shape == (len(texts) - 1,)
+    saved.write_bytes(b"not a pickle")
+    np.testing.assert_array_equal(_BM25.cached(texts, tmp_path).scores(query), fresh.scores(query))

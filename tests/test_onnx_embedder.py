@@ -84,3 +84,15 @@ def test_a_broken_onnx_file_is_exported_again(tmp_path, monkeypatch) -> None:  #
     embedder = Embedder()  # falls back to sentence-transformers and exports the file again
     assert embedder.backend == "torch" and path.is_file()
     assert onnx_model.load(model_path()) is not None
+
+
+def test_the_fused_graph_maps_its_weights_from_a_file_beside_it(embedders: tuple[Embedder, Embedder]) -> None:
+    plain_path = onnx_model.onnx_path(model_path())
+    fused = onnx_model._fused_path(plain_path)
+    assert fused.is_file() and (fused.parent / "model.data").stat().st_size > 50_000_000
+    assert fused.stat().st_size < 2_000_000  # the graph alone: its weights are not parsed out of it
+    texts = ["how do I stop ray workers failing to register with the raylet on slurm?", "CUDA out of memory"]
+    loaded = onnx_model.load(model_path())
+    assert loaded is not None
+    plain = onnx_model.OnnxEncoder(model_path(), plain_path)
+    np.testing.assert_allclose(loaded.encode(texts), plain.encode(texts), atol=1e-5)

@@ -90,6 +90,9 @@ def test_a_failed_prefetch_is_raised_where_the_encoder_is_wanted(exported: str) 
 
 def test_without_the_exported_file_nothing_heavy_starts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("VERL_DOCTOR_CACHE", str(tmp_path))  # an empty cache: no ONNX file
+    # A prefetch an earlier test left (a command that failed before it embedded anything, under the session's
+    # cache) would be the one examined below: taken first, as the next command's load would take it.
+    assert onnx_model.load(onnx_model.model_path()) is None
     onnx_model.prefetch(onnx_model.model_path)
     pending = onnx_model._pending
     assert pending is not None

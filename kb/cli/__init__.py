@@ -35,6 +35,15 @@ __all__ = ["main"]
 class _Group(click.Group):
     """Turns unexpected exceptions into one clear line; VERL_DOCTOR_DEBUG=1 shows the traceback."""
 
+    def main(self, args: Any = None, *rest: Any, **kwargs: Any) -> Any:
+        # No arguments given: the command line of this very process (the console script, `python -m kb`),
+        # never click's CliRunner, which always passes them. Only then may a command skip the teardown.
+        if args is None:
+            from kb.cli import common
+
+            common.own_process = True
+        return super().main(args, *rest, **kwargs)
+
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)

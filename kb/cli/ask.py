@@ -145,7 +145,7 @@ def ask_cmd(
         click.echo(answer.model_dump_json(indent=1))
     else:
         _print_answer(answer)
-    sys.exit(EXIT_FINDINGS if answer.abstained else EXIT_OK)
+    common.finish(EXIT_FINDINGS if answer.abstained else EXIT_OK)
 
 
 def _chat(diagnoser: Diagnoser, verl_version: str | None, llm: LLMClient | None) -> None:

@@ -26,6 +26,35 @@ EXIT_INTERNAL = 3
 EXIT_INTERRUPTED = 130
 
 
+#: Set by the command group when it runs as the process itself (the console script, ``python -m kb``), not
+#: called in-process (click's CliRunner in the tests, another program): only then may :func:`finish` end it.
+own_process = False
+
+
+def finish(code: int) -> NoReturn:
+    """End a command whose work is done and written (``match``, ``ask``) with exit status ``code``.
+
+    In its own process it ends as the interpreter would, minus the teardown: other threads are joined,
+    the atexit handlers run and the streams are flushed, but every module and object (pydantic's,
+    numpy's, onnxruntime's) is not freed one by one, which cost 0.08 s of CPU, a seventh of a cold
+    question. Called in-process, it raises SystemExit as ``sys.exit`` does."""
+    if not own_process:
+        sys.exit(code)
+    import atexit
+    import contextlib
+    import os
+    import threading
+
+    for thread in threading.enumerate():
+        if thread is not threading.current_thread() and not thread.daemon:
+            thread.join()
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):  # a closed pipe: nothing more can be said on it
+            stream.flush()
+    os._exit(code)
+
+
 def fail(message: str, code: int = EXIT_USAGE) -> NoReturn:
     """Print ``verl-doctor: message`` on stderr and exit with ``code``."""
     click.echo(f"verl-doctor: {message}", err=True)

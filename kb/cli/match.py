@@ -72,7 +72,7 @@ def match_cmd(source: str, corpus_path: str | None, as_json: bool, jsonl: bool, 
         from kb.render_text import render_result
 
         render_result(result)
-    sys.exit(EXIT_OK if not result.abstained else EXIT_FINDINGS)
+    common.finish(EXIT_OK if not result.abstained else EXIT_FINDINGS)
 
 
 def _match_jsonl(diagnoser: Diagnoser, top: int) -> None:

@@ -69,7 +69,10 @@ MARKERS: list[tuple[Marker, str]] = [
 
 @dataclass
 class ScanDatabase:
-    """Pattern ids 0..n-1 are the corpus symptoms (in ``RuleEngine`` order), then the markers."""
+    """The corpus symptoms (in ``RuleEngine`` order), then the markers. Each distinct expression is compiled
+    once (several entries share a symptom): a hit's pattern id indexes ``kind_bits``, the kinds of every
+    source of that expression OR-ed, which is all the scanner asks of a hit. The engine's cost per byte
+    grows with the number of patterns."""
 
     symptoms: list[str]
     markers: list[tuple[Marker, str]] = field(default_factory=lambda: list(MARKERS))
@@ -78,9 +81,12 @@ class ScanDatabase:
     _py: list[re.Pattern[bytes]] | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
-        self.kinds: list[Marker] = [Marker.SYMPTOM] * len(self.symptoms) + [m for m, _ in self.markers]
-        self.expressions: list[str] = list(self.symptoms) + [p for _, p in self.markers]
-        self.kind_bits: list[int] = [1 << int(k) for k in self.kinds]  # per pattern id, for OR-ing per line
+        sources = [(Marker.SYMPTOM, p) for p in self.symptoms] + list(self.markers)
+        bits: dict[str, int] = {}  # distinct expression -> its kinds' bits, in first-seen order
+        for kind, pattern in sources:
+            bits[pattern] = bits.get(pattern, 0) | 1 << int(kind)
+        self.expressions: list[str] = list(bits)
+        self.kind_bits: list[int] = list(bits.values())  # per pattern id, for OR-ing per line
         self.digest = hashlib.sha1("\x00".join(self.expressions).encode("utf-8")).hexdigest()
 
     @classmethod
