@@ -92,7 +92,9 @@ def test_the_set_has_the_size_and_mix_the_issue_asks_for(splits: dict[str, list[
     assert len(neg) >= 120 and len({c.project.lower() for c in neg}) >= 10
     assert sum(c.kind == "question" for c in pos) >= len(pos) / 3
     share = len(splits["holdout"]) / len(cases)
-    assert 0.25 <= share <= 0.35, share
+    # New threads go 30 % to the holdout; threads someone read while writing entries (seen_threads.txt,
+    # cited by an entry) leave it for dev, never the other way, so the share can only sink below 30 %.
+    assert 0.20 <= share <= 0.35, share
 
 
 def test_wilson_interval_matches_the_textbook_values() -> None:
@@ -230,7 +232,8 @@ def test_every_holdout_relabel_is_recorded_and_only_from_none(splits: dict[str, 
     record = REAL / "relabels.tsv"
     if not record.exists():
         pytest.skip("no holdout case has been relabelled")
-    by_id = {c.id: c for c in splits["holdout"]}
+    # A relabelled case may have moved to dev since (its thread was read by someone who wrote entries).
+    by_id = {c.id: c for side in ("holdout", "dev") for c in splits[side]}
     for line in record.read_text(encoding="utf-8").splitlines():
         if not line.strip() or line.startswith("#"):
             continue
