@@ -102,7 +102,11 @@ _STACKS: tuple[_Stack, ...] = (
     ),
     _Stack("SkyRL", _rx(r"\bskyrl\b|\bAsyncVLLMInferenceEngine\b", re.I), _rx(r"\bSkyRL\b")),
     _Stack("slime", _rx(r"[/\\]slime[/\\]|\bslime\.(?:backends|ray|utils|rollout)\b"), _rx(r"\bslime\b")),
-    _Stack("ROLL", _rx(r"\broll[/\\](?:pipeline|distributed|third_party|models)\b|\broll\.pipeline\b")),
+    _Stack(
+        "ROLL",
+        _rx(r"\broll[/\\](?:pipeline|distributed|third_party|models)\b|\broll\.pipeline\b|\balibaba/ROLL\b"),
+        _rx(r"\bROLL\b"),  # upper case: the project's name, not the verb
+    ),
     _Stack("Unsloth", _rx(r"\bunsloth(?:_zoo)?[/\\._]|Unsloth:"), _rx(r"\bunsloth\b", re.I)),
     _Stack("torchtune", _rx(r"\btorchtune\b|^\s*tune run\b")),
     _Stack("ms-swift", _rx(r"\bswift (?:sft|rlhf|pt|infer|deploy)\b|[/\\]swift[/\\](?:cli|llm|trainers)[/\\]")),

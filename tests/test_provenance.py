@@ -142,3 +142,22 @@ def test_verl_fixtures_of_generic_entries_keep_their_verl_evidence() -> None:
     for rel in ["nccl-watchdog-timeout/positive-allreduce-600s.log", "critic-cuda-oom/positive-update-critic.log"]:
         text = (FIXTURES / rel).read_text()
         assert assess(split_lines(text), extract_signals(split_lines(text))).verl is True, rel
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # alibaba/ROLL#165, verbatim: a ROLL user's loss_agg_mode question named a verl entry's topic
+        "GSPO's loss_agg_mode\nHi,\nI'm using ROLL to train with gspo, and I find that`actor/pg_loss` in my log is "
+        "extremely high. The issue only manifests in GSPO. With GRPO, the `pg_loss` is normal.",
+        "https://github.com/alibaba/ROLL/blob/main/docs_roll/docs/English/UserGuide/algorithms/GSPO.md",
+    ],
+)
+def test_a_roll_user_is_read_as_another_stack(text: str) -> None:
+    found = assess(split_lines(text), extract_signals(split_lines(text)))
+    assert found.verl is False and found.stack == "ROLL", found
+
+
+def test_rolling_in_prose_is_not_roll() -> None:
+    text = "how do I roll back to the previous checkpoint after a bad rollout?"
+    assert assess(split_lines(text), extract_signals(split_lines(text))).verl is None
