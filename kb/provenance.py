@@ -116,7 +116,7 @@ _STACKS: tuple[_Stack, ...] = (
     _Stack("trlx", _rx(r"\btrlx\b")),
     _Stack("LMFlow", _rx(r"\blmflow\b", re.I)),
     _Stack("lmdeploy", _rx(r"\blmdeploy\b")),
-    _Stack("MLX", _rx(r"\bmlx(?:_lm)?[/\\.]|\bmlx-lm\b")),
+    _Stack("MLX", _rx(r"\bmlx(?:_lm|_vlm)?[/\\.]|\bmlx-(?:lm|vlm)\b")),
     _Stack(
         "vLLM serving",
         _rx(r"\bvllm serve\b|\bvllm\.entrypoints\.(?:openai\.)?api_server\b|vLLM API server version|\bvllm_serve\b"),

@@ -161,3 +161,9 @@ def test_a_roll_user_is_read_as_another_stack(text: str) -> None:
 def test_rolling_in_prose_is_not_roll() -> None:
     text = "how do I roll back to the previous checkpoint after a bad rollout?"
     assert assess(split_lines(text), extract_signals(split_lines(text))).verl is None
+
+
+def test_mlx_vlm_server_is_another_stack() -> None:
+    # Blaizzy/mlx-vlm's server, as its users paste it (the tool-agent-image entry's near-miss fixture)
+    text = "When using `mlx_vlm.server` with multi-turn conversations that include images, the server returns:\n"
+    assert assess(split_lines(text), extract_signals(split_lines(text))).stack == "MLX"
