@@ -219,8 +219,9 @@ def test_a_missing_or_broken_file_leaves_the_hand_set_fusion(tmp_path: Path) -> 
 
 
 def test_the_fit_on_real_dev_cases_answers_as_the_engine_then_does(diagnoser) -> None:  # type: ignore[no-untyped-def]
-    # Every seventh case keeps the test short (rules only); the shipped fit uses the whole split.
-    sample = load_split(REAL, "dev")[::7]
+    # Every fifth case keeps the test short; the shipped fit uses the whole split. (Every seventh of the
+    # 690-case split left an inner fold with one class of candidates, which the fit rightly refuses.)
+    sample = load_split(REAL, "dev")[::5]
     plain = _clone(diagnoser, None)
     collected = F.collect(plain, sample)
     cal = F.fit_spec(F.Spec("logistic", "all", F.FEW), collected, "test sample")
