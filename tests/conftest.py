@@ -156,4 +156,9 @@ def diagnoser() -> Diagnoser:
     """The bundled corpus with rules and the real embedding model, loaded once per test run."""
     from indexer import load_diagnoser
 
-    return load_diagnoser(CORPUS)
+    diagnoser = load_diagnoser(CORPUS)
+    # Built now, under the session's cache: the retriever is lazy, and its first use inside a test or
+    # fixture that points $VERL_DOCTOR_CACHE elsewhere would leave the ONNX export and the index there
+    # (in a random order on CI, test_prefetch's `exported` then found no export in the session cache).
+    assert diagnoser.retriever is not None
+    return diagnoser
