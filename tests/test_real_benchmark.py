@@ -226,37 +226,18 @@ def test_dev_split_does_not_fall_below_its_measured_floor(splits: dict[str, list
     assert report.negatives_confident.value <= 0.40, report.negatives_confident
 
 
-def test_every_holdout_relabel_is_recorded_and_only_from_none(splits: dict[str, list[RealCase]]) -> None:
-    """A holdout label may change only from ["none"], and relabels.tsv says to what: the record and the
-    file agree, so an edit that bypassed relabel.py is caught."""
-    record = REAL / "relabels.tsv"
-    if not record.exists():
-        pytest.skip("no holdout case has been relabelled")
-    # A relabelled case may have moved to dev since (its thread was read by someone who wrote entries).
-    by_id = {c.id: c for side in ("holdout", "dev") for c in splits[side]}
-    for line in record.read_text(encoding="utf-8").splitlines():
-        if not line.strip() or line.startswith("#"):
-            continue
-        cid, before, after, _date, by = line.split("\t")
-        assert before == "none" and by.strip(), line
-        assert cid in by_id and by_id[cid].expected == after.split(","), line
-
-
-def test_relabel_changes_only_none_holdout_cases_and_re_signs(tmp_path: Path) -> None:
-    """relabel.py against a copy of the benchmark: a ["none"] case gains its entry, a labelled case and a
-    negative are refused, the record grows and the manifest signs the new file."""
+def test_relabel_gives_dev_cases_their_entries_and_refuses_holdout_ones(tmp_path: Path) -> None:
+    """relabel.py against a copy of the benchmark: a dev ["none"] case gains its entry, a dev negative and
+    a holdout case are refused, and the holdout file is not touched."""
     copy = tmp_path / "tests" / "eval" / "real"
     copy.mkdir(parents=True)
-    for name in ("relabel.py", "split.py", "manifest.json"):
+    for name in ("relabel.py", "split.py"):
         shutil.copy(REAL / name, copy / name)
     (tmp_path / "corpus").symlink_to(REPO / "corpus")
-    cases = [
-        _case("r000000000a", ["none"]),
-        _case("r000000000b", ["ray-init-num-cpus-renamed"]),
-        _case("r000000000c", [], negative=True),
-    ]
-    (copy / "holdout.jsonl").write_text("".join(c.model_dump_json() + "\n" for c in cases), encoding="utf-8")
-    (copy / "dev.jsonl").write_text("", encoding="utf-8")
+    dev = [_case("r000000000a", ["none"]), _case("r000000000c", [], negative=True)]
+    (copy / "dev.jsonl").write_text("".join(c.model_dump_json() + "\n" for c in dev), encoding="utf-8")
+    holdout = _case("r000000000b", ["none"]).model_dump_json() + "\n"
+    (copy / "holdout.jsonl").write_text(holdout, encoding="utf-8")
     labels = tmp_path / "labels.tsv"
     labels.write_text(
         "r000000000a\tray-worker-register-raylet\treason never read\n"
@@ -264,23 +245,13 @@ def test_relabel_changes_only_none_holdout_cases_and_re_signs(tmp_path: Path) ->
         "r000000000c\tray-worker-register-raylet\n"
     )
     proc = subprocess.run(
-        [sys.executable, str(copy / "relabel.py"), "holdout", str(labels), "--by", "test"],
+        [sys.executable, str(copy / "relabel.py"), str(labels)],
         capture_output=True,
         text=True,
         env={**os.environ, "PYTHONPATH": str(REPO)},
     )
     assert proc.returncode == 0, proc.stderr
-    assert "1 cases relabelled" in proc.stdout and "negative 1" in proc.stdout and "not none 1" in proc.stdout
-    after = {c.id: c.expected for c in load_split(copy, "holdout")}  # type: ignore[arg-type]
-    assert after == {
-        "r000000000a": ["ray-worker-register-raylet"],
-        "r000000000b": ["ray-init-num-cpus-renamed"],
-        "r000000000c": [],
-    }
-    assert json.loads((copy / "manifest.json").read_text())["holdout_sha256"] == file_sha256(copy / "holdout.jsonl")
-    assert (
-        (copy / "relabels.tsv")
-        .read_text()
-        .splitlines()[1]
-        .startswith("r000000000a\tnone\tray-worker-register-raylet\t")
-    )
+    assert "1 cases relabelled" in proc.stdout and "holdout case 1" in proc.stdout and "negative 1" in proc.stdout
+    after = {c.id: c.expected for c in load_split(copy, "dev")}  # type: ignore[arg-type]
+    assert after == {"r000000000a": ["ray-worker-register-raylet"], "r000000000c": []}
+    assert (copy / "holdout.jsonl").read_text(encoding="utf-8") == holdout
