@@ -69,6 +69,35 @@ def case_id(thread: str, text: str) -> str:
     return "r" + hashlib.sha256(f"{thread}\n{text}".encode()).hexdigest()[:10]
 
 
+def thread_of(url: str) -> str:
+    """owner/repo#N from a GitHub issue or pull URL (volcengine/verl is verl-project/verl renamed)."""
+    parts = url.rstrip("/").split("/")
+    i = parts.index("github.com")
+    owner, repo, number = parts[i + 1], parts[i + 2], parts[i + 4]
+    if (owner.lower(), repo.lower()) == ("volcengine", "verl"):
+        owner = "verl-project"
+    return f"{owner}/{repo}#{number.split('#')[0]}"
+
+
+def cited_threads(entries: Iterable[object]) -> set[str]:
+    """Threads (lower-cased owner/repo#N) an entry cites: the entry was written from them, so their cases
+    are dev cases, never holdout, and they are not unseen text to the corpus."""
+    out = set()
+    for entry in entries:
+        meta = getattr(entry, "meta", entry)  # a loaded Entry keeps its front matter in .meta
+        for url in getattr(meta, "sources", ()):
+            if "github.com/" in url and ("/issues/" in url or "/pull/" in url):
+                out.add(thread_of(url).lower())
+    return out
+
+
+def unseen(cases: Iterable[RealCase], entries: Iterable[object]) -> list[RealCase]:
+    """The cases whose thread no entry cites: text the corpus was not written from, like a user's next paste
+    (and like the holdout, which no entry may cite)."""
+    cited = cited_threads(entries)
+    return [c for c in cases if c.thread.lower() not in cited]
+
+
 def file_sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 

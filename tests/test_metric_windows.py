@@ -63,13 +63,14 @@ def test_a_dip_that_recovered_is_not_a_sustained_state(runner: Any, tmp_path: Pa
     assert "entropy-collapse" not in _ids(_match(runner, tmp_path, _step_log(values)))
 
 
-def test_a_collapse_that_stays_down_is_claimed_with_the_window_as_evidence(runner: Any, tmp_path: Path) -> None:
+def test_a_collapse_that_stays_down_is_named_first_with_the_window_as_evidence(runner: Any, tmp_path: Path) -> None:
     rng = random.Random(5)
     values = [0.5 + rng.uniform(-0.05, 0.05) for _ in range(40)] + [0.02 + rng.uniform(0, 0.01) for _ in range(10)]
     values[-3] = 0.06  # one noisy step inside the collapsed tail does not save the run
     result = _match(runner, tmp_path, _step_log(values))
-    match = next(m for m in result["matches"] if m["id"] == "entropy-collapse")
-    assert match["verdict"] == "match"
+    # Whether it is a `match` or a `possible` is the fitted calibration's call; that it is the answer is not.
+    match = result["matches"][0]
+    assert match["id"] == "entropy-collapse" and match["verdict"] in ("match", "possible")
     metric = next(e for e in match["evidence"] if e["kind"] == "metric")
     assert metric["steps"] == [41, 50]  # from where the collapsed state began to the last step
     assert "of the last 5 steps, since step 41" in metric["text"] and "median" in metric["text"]

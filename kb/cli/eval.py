@@ -130,15 +130,24 @@ def _fit(diagnoser: Diagnoser, dev: list[RealCase]) -> Callable[[str], Result]:
     import json
 
     from kb import calibration
+    from kb.benchmark import unseen
     from kb.calibration_fit import FitError, collect, fit, recalibrated, render_table
 
     collected = collect(diagnoser, dev)
+    # Fitted on the dev cases no entry was written from: on the others the rules and the wording were made
+    # from the very text, so they are nearly always right there and a map fitted on them is sure of itself
+    # on a user's next paste (session 4's fit on all of dev: ECE 0.035 on dev, 0.11 on its unseen cases).
+    fresh = {c.id for c in unseen(dev, diagnoser.entries.values())}
+    fit_on = [c for case, c in zip(dev, collected, strict=True) if case.id in fresh]
+    fit_cases = [case for case in dev if case.id in fresh]
     note = (
-        f"dev split: {len(dev)} cases, {len({c.thread for c in dev})} threads; "
+        f"dev split, the cases no entry cites: {len(fit_cases)} of {len(dev)} cases "
+        f"({sum(not c.negative for c in fit_cases)} positives), {len({c.thread for c in fit_cases})} threads; "
         f"corpus {diagnoser.kb_version}, {len(diagnoser.entries)} entries"
     )
+    click.echo(f"fitting on {note}", err=True)
     try:
-        fitted = fit(collected, note)
+        fitted = fit(fit_on, note)
     except FitError as exc:
         fail(f"{exc}\nnothing written: {calibration.bundled_path()} is unchanged", code=1)
     click.echo(render_table(fitted.table, fitted.baseline), err=True)
@@ -161,8 +170,8 @@ def _fit(diagnoser: Diagnoser, dev: list[RealCase]) -> Callable[[str], Result]:
         err=True,
     )
     click.echo(
-        "the figures below score dev with the map fitted on all of it (in sample); the table above, out of "
-        "fold, is the measure",
+        "the figures below score all of dev with the fitted map (in sample for the cases it was fitted on); "
+        "the table above, out of fold on the unseen cases, is the measure",
         err=True,
     )
     by_input = {case.input: c for case, c in zip(dev, collected, strict=True)}

@@ -22,7 +22,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[2]))
 
-from kb.benchmark import MANIFEST, NO_ENTRY, RealCase, case_id, file_sha256  # noqa: E402
+from kb.benchmark import MANIFEST, NO_ENTRY, RealCase, case_id, cited_threads, file_sha256, thread_of  # noqa: E402
 
 SALT = "verl-doctor-real-2026-12"
 HOLDOUT_SHARE = 0.30
@@ -38,30 +38,9 @@ def _seen_threads() -> set[str]:
     return {ln.split()[0].lower() for ln in lines if ln.strip() and not ln.startswith("#")}
 
 
-def cited_threads(entries: list[object]) -> set[str]:
-    """Threads an entry cites: the entry was written from them, so their cases are dev cases, never holdout."""
-    out = set()
-    for entry in entries:
-        meta = getattr(entry, "meta", entry)  # a loaded Entry keeps its front matter in .meta
-        for url in meta.sources:
-            if "github.com/" in url and ("/issues/" in url or "/pull/" in url):
-                out.add(_thread_of(url).lower())
-    return out
-
-
-def _thread_of(url: str) -> str:
-    """owner/repo#N from a GitHub issue or pull URL (volcengine/verl is verl-project/verl renamed)."""
-    parts = url.rstrip("/").split("/")
-    i = parts.index("github.com")
-    owner, repo, number = parts[i + 1], parts[i + 2], parts[i + 4]
-    if (owner.lower(), repo.lower()) == ("volcengine", "verl"):
-        owner = "verl-project"
-    return f"{owner}/{repo}#{number.split('#')[0]}"
-
-
 def _normalise(raw: dict[str, object], known: set[str]) -> RealCase:
     source = str(raw["source"]).replace("github.com/volcengine/verl/", "github.com/verl-project/verl/")
-    thread = _thread_of(source)
+    thread = thread_of(source)
     expected = [str(e) for e in raw.get("expected") or []]  # type: ignore[attr-defined]
     negative = bool(raw.get("negative", False))
     if negative and expected:
