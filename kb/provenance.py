@@ -322,7 +322,9 @@ def _foreign(name: str, clues: list[ProvenanceClue]) -> Provenance:
     )
 
 
-def apply(matches: list[Match], provenance: Provenance, entries: dict[str, Entry], match_threshold: float) -> set[str]:
+def apply(
+    matches: list[Match], provenance: Provenance, entries: dict[str, Entry], match_threshold: float
+) -> set[str]:
     """Hold back what provenance does not support: on another stack every entry, on an input that does not
     say, the generic ones, become near misses (confidence squeezed below ``match_threshold``, order kept).
     Returns the ids held back (a calibration applied later keeps them near misses)."""

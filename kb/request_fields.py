@@ -63,7 +63,7 @@ REQUEST_FIELDS: tuple[RequestField, ...] = (
     ),
     RequestField(
         "earlier",
-        'the user\'s earlier messages of the conversation, oldest first, for a follow-up such as "and on 0.5?"',
+        "the user's earlier messages of the conversation, oldest first, for a follow-up such as \"and on 0.5?\"",
         http=("POST /v1/ask",),
         mcp=("ask",),
         cli=(("ask", "earlier"),),

@@ -33,7 +33,6 @@ _STOP = frozenset(
 )
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9_.+-]*")
 
-
 def _verl_version_in(text: str) -> str | None:
     found: tuple[int, str] | None = None
     for rx in _VERL_VERSION:
@@ -81,6 +80,7 @@ _KEY_IN_WORDS = re.compile(
 def _keys_in_words(text: str) -> dict[str, str]:
     """Dotted config keys with a value, as people write them ("rollout.n is 5", "trainer.nnodes=2")."""
     return {m.group(1): m.group(2).rstrip(".") for m in _KEY_IN_WORDS.finditer(text) if not m.group(1)[0].isdigit()}
+
 
 
 def fact_signals(facts: Facts, lines: list[Line], entry: Entry | None = None) -> Signals:

@@ -94,6 +94,7 @@ class AskAnswer(BaseModel):
     kb_version: str
 
 
+
 def citation(entry: Entry, m: Match | None) -> Citation:
     """The entry as an answer cites it (``m``: how it matched; None for a search hit)."""
     conf = m.confidence if m else 0.0

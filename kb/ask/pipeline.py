@@ -167,6 +167,7 @@ def _runner_up(result: Result) -> Match | None:
     return None
 
 
+
 def _merge_similar(results: list[Result]) -> list[SimilarIssue]:
     seen: dict[int, SimilarIssue] = {}
     for r in results:

@@ -102,7 +102,9 @@ def corpus_show(entry_id: str, corpus_path: str | None, verl_version: str | None
 @corpus_group.command("search")
 @click.argument("query")
 @corpus_option
-@click.option("--top", "-k", "top", default=10, show_default=True, type=click.IntRange(1, 50), help="How many entries.")
+@click.option(
+    "--top", "-k", "top", default=10, show_default=True, type=click.IntRange(1, 50), help="How many entries."
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the hits as JSON.")
 @click.option("--no-semantic", is_flag=True, help="Lexical only: never load the embedding model.")
 def corpus_search(query: str, corpus_path: str | None, top: int, as_json: bool, no_semantic: bool) -> None:

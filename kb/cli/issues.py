@@ -68,7 +68,9 @@ def issues_status(as_json: bool) -> None:
 
 @issues_group.command("search")
 @click.argument("query", nargs=-1, required=True)
-@click.option("--top", "-k", "top", default=5, show_default=True, type=click.IntRange(1, 50), help="How many issues.")
+@click.option(
+    "--top", "-k", "top", default=5, show_default=True, type=click.IntRange(1, 50), help="How many issues."
+)
 @click.option("--no-semantic", is_flag=True, help="Lexical search only: no embedding model.")
 def issues_search(query: tuple[str, ...], top: int, no_semantic: bool) -> None:
     """Past issues similar to QUERY (words or an error line)."""
