@@ -247,16 +247,19 @@ def region(scored: list[list[tuple[float, bool]]], match: float | None) -> tuple
     return len(firsts), sum(ok for _, ok in firsts)
 
 
-def _region_record(spec: Spec, cases: Sequence[FitCase], match: float | None) -> dict[str, int]:
-    answers, right = region(_oof(spec, cases, ""), match)
-    return {"answers": answers, "right": right}
+def _fit_scored(
+    spec: Spec, cases: Sequence[FitCase], note: str, salt: str
+) -> tuple[C.Calibration, list[list[tuple[float, bool]]]]:
+    """:func:`fit_spec`, with the out-of-fold probabilities its thresholds were chosen on."""
+    cal = fit_map(spec, cases, note)
+    scored = _oof(spec, cases, salt)
+    match, possible = thresholds(scored)
+    return C.Calibration(cal.kind, cal.grouping, cal.groups, match, possible, note), scored
 
 
 def fit_spec(spec: Spec, cases: Sequence[FitCase], note: str = "", salt: str = "") -> C.Calibration:
     """The calibrator fitted on all ``cases``, its thresholds from cross-validation over them."""
-    cal = fit_map(spec, cases, note)
-    match, possible = thresholds(_oof(spec, cases, salt))
-    return C.Calibration(cal.kind, cal.grouping, cal.groups, match, possible, note)
+    return _fit_scored(spec, cases, note, salt)[0]
 
 
 # --------------------------------------------------------------------------- measuring
@@ -319,7 +322,7 @@ def choose(table: list[Figures], baseline: Figures) -> Figures:
             row.notes.append("its floor loses right first answers")
     eligible = [r for r in table if r.eligible]
     if not eligible:
-        eligible = [r for r in table if r.top1 >= baseline.top1 and r.matches + r.positives > 0]
+        eligible = [r for r in table if r.positives and r.top1 >= baseline.top1]  # a failed fit scored nothing
         if not eligible:
             raise FitError("every calibrator's floor loses right first answers")
         return min(eligible, key=lambda r: r.ece)
@@ -352,7 +355,7 @@ def fit(cases: Sequence[FitCase], note: str, specs: Sequence[Spec] | None = None
     except FitError as exc:
         raise FitError(f"{exc}:\n{render_table(table, baseline)}") from None
     spec = specs[table.index(chosen)]
-    cal = fit_spec(spec, cases, note)
+    cal, scored = _fit_scored(spec, cases, note, "")
     if cal.match_threshold is None:
         # A calibration without a region would make every surface say `possible` at most: that needs a person's
         # decision, not a refit's. (With a region that missed the target only in the nested folds, it ships.)
@@ -373,7 +376,7 @@ def fit(cases: Sequence[FitCase], note: str, specs: Sequence[Spec] | None = None
             "chosen": chosen.row(),
             # The region's record on the out-of-fold probabilities of every case it was fitted on (the
             # threshold was chosen on them: the nested figures of "chosen" are the estimate for new text).
-            "match_region": _region_record(spec, cases, cal.match_threshold),
+            "match_region": dict(zip(("answers", "right"), region(scored, cal.match_threshold), strict=True)),
             "hand_set": baseline.row(),
             "candidates": [r.row() for r in table],
         },

@@ -266,7 +266,11 @@ def test_a_refit_that_misses_the_target_exits_1_and_leaves_the_shipped_file(runn
 
     shipped = C.bundled_path().read_bytes()
     # What a changed corpus could give: candidates whose scores say nothing about being right.
-    monkeypatch.setattr(F, "collect", lambda diagnoser, cases: _cases(len(cases), 7, informative=False)[: len(cases)])
+    def noise(diagnoser, cases):  # type: ignore[no-untyped-def]
+        # _cases gives two a thread; the fit zips one FitCase to each dev case.
+        return _cases((len(cases) + 1) // 2, 7, informative=False)[: len(cases)]
+
+    monkeypatch.setattr(F, "collect", noise)
     monkeypatch.setattr(F, "SPECS", SOME)
     result = runner.invoke(main, ["eval", str(REAL), "--split", "dev", "--fit"])
     assert result.exit_code == 1, result.output

@@ -126,7 +126,8 @@ def _run_benchmark(
 def _fit(diagnoser: Diagnoser, dev: list[RealCase]) -> Callable[[str], Result]:
     """`eval --fit`: every calibrator cross-validated on dev, the chosen one written to
     kb/data/calibration.json and set on ``diagnoser``; returns how it answers each dev case (from the one
-    pass the fit made, not a second). Exits 1 and writes nothing when no calibrator reaches the target."""
+    pass the fit made, not a second). Exits 1 and writes nothing when the chosen calibrator has no `match`
+    region at all."""
     import json
 
     from kb import calibration
@@ -138,8 +139,8 @@ def _fit(diagnoser: Diagnoser, dev: list[RealCase]) -> Callable[[str], Result]:
     # from the very text, so they are nearly always right there and a map fitted on them is sure of itself
     # on a user's next paste (session 4's fit on all of dev: ECE 0.035 on dev, 0.11 on its unseen cases).
     fresh = {c.id for c in unseen(dev, diagnoser.entries.values())}
-    fit_on = [c for case, c in zip(dev, collected, strict=True) if case.id in fresh]
-    fit_cases = [case for case in dev if case.id in fresh]
+    pairs = [(case, c) for case, c in zip(dev, collected, strict=True) if case.id in fresh]
+    fit_cases, fit_on = [case for case, _ in pairs], [c for _, c in pairs]
     note = (
         f"dev split, the cases no entry cites: {len(fit_cases)} of {len(dev)} cases "
         f"({sum(not c.negative for c in fit_cases)} positives), {len({c.thread for c in fit_cases})} threads; "
