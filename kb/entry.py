@@ -67,11 +67,20 @@ class Symptom(_Strict):
     exception: str | None = None
     message: str | None = Field(default=None, description="regex on the exception message")
     weight: float = Field(default=0.8, ge=0.0, le=1.0)
+    said: bool = Field(
+        default=False,
+        description=(
+            "the regex matches how people describe the problem, not a line a program prints: it is matched "
+            "in pasted text and never searched for in a job directory's logs"
+        ),
+    )
 
     @model_validator(mode="after")
     def _one_kind(self) -> Symptom:
         if (self.regex is None) == (self.exception is None):
             raise ValueError("a symptom has exactly one of 'regex' or 'exception'")
+        if self.said and self.regex is None:
+            raise ValueError("'said' marks a regex symptom; an exception is always printed")
         if self.message is not None and self.exception is None:
             raise ValueError("'message' refines an 'exception' symptom; a regex symptom cannot have one")
         if self.exception is not None and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", self.exception):

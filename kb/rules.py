@@ -47,11 +47,16 @@ class RuleEngine:
         self.entries = {e.id: e for e in entries}
         patterns: list[str] = []
         self._owners: list[tuple[str, float]] = []
+        #: What a job directory's logs are searched for: every regex but the phrases people write (``said``),
+        #: which no program prints and which cost the byte scan most (caseless words with gaps).
+        self.scan_patterns: list[str] = []
         for e in entries:
             for s in e.meta.symptoms:
                 if s.regex:
                     patterns.append(s.regex)
                     self._owners.append((e.id, s.weight))
+                    if not s.said:
+                        self.scan_patterns.append(s.regex)
         self.patterns = PatternSet(patterns)
         self._exc: dict[str, list[tuple[str, float, regex.Pattern[str] | None]]] = defaultdict(list)
         for e in entries:

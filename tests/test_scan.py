@@ -181,6 +181,70 @@ def test_a_clean_job_has_no_findings(tmp_path: Path, rules_diagnoser: Any) -> No
     assert report.jobs[0].facts.steps == (1, 39)
 
 
+_SAID_ENTRY = """---
+id: demo-said-phrase
+title: A demo problem told by a printed line and by a phrase people write
+area: ray
+verl: ">=0.4"
+symptoms:
+  - regex: 'DemoPrintedError: the demo worker stopped'
+    weight: 0.9
+  - regex: '(?i)demo workers? (keeps? )?hang(s|ing)? forever'
+    said: true
+    weight: 0.9
+fix:
+  actions:
+    - Restart the demo worker.
+sources:
+  - https://github.com/verl-project/verl/issues/1
+---
+## What you see
+
+x
+
+## Why it happens
+
+x
+
+## Fix
+
+x
+
+## Check that it worked
+
+x
+"""
+
+
+def test_said_symptoms_answer_pasted_text_but_are_never_searched_for_in_logs(tmp_path: Path) -> None:
+    """A phrase people write is read in what they paste, and left out of the byte scan of a job's logs and
+    of `corpus patterns` (what `rg -f` is given), unless --all."""
+    from click.testing import CliRunner
+
+    from indexer import load_diagnoser
+    from kb.cli import main
+    from kb.scan.spec import ScanSpec
+
+    corpus = tmp_path / "corpus"
+    (corpus / "ray").mkdir(parents=True)
+    (corpus / "ray" / "demo-said-phrase.md").write_text(_SAID_ENTRY, encoding="utf-8")
+    diagnoser = load_diagnoser(corpus=corpus, semantic=False, issues=False)
+    phrase = "my demo worker keeps hanging forever after the first step"
+    assert [m.id for m in diagnoser.diagnose(phrase).matches] == ["demo-said-phrase"]
+    assert ScanSpec.of(diagnoser).symptoms == ("DemoPrintedError: the demo worker stopped",)
+
+    job = tmp_path / "job"
+    write(job / "verl_demo.log", noise_lines(50) + phrase + "\n" + noise_lines(50))
+    assert scan_paths([job], diagnoser).findings == []
+    write(job / "verl_demo.log", noise_lines(50) + "DemoPrintedError: the demo worker stopped\n" + noise_lines(50))
+    assert [f.entry_id for f in scan_paths([job], diagnoser).findings] == ["demo-said-phrase"]
+
+    printed = CliRunner().invoke(main, ["corpus", "patterns", "--corpus", str(corpus)])
+    everything = CliRunner().invoke(main, ["corpus", "patterns", "--all", "--corpus", str(corpus)])
+    assert printed.output.splitlines() == ["DemoPrintedError: the demo worker stopped"]
+    assert len(everything.output.splitlines()) == 2
+
+
 # --------------------------------------------------------------------------- streaming pieces
 
 

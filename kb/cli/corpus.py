@@ -118,12 +118,13 @@ def corpus_search(query: str, corpus_path: str | None, top: int, as_json: bool, 
 
 @corpus_group.command("patterns")
 @corpus_option
-def corpus_patterns(corpus_path: str | None) -> None:
-    """Print every symptom regex, one a line (for `rg -f`)."""
+@click.option("--all", "include_said", is_flag=True, help="Also the phrases people write (symptoms marked `said`).")
+def corpus_patterns(corpus_path: str | None, include_said: bool) -> None:
+    """Print the symptom regexes `scan` searches a job's logs for, one a line (for `rg -f`)."""
     loaded = load_corpus_or_fail(corpus_path)
     seen = set()
     for e in sorted(loaded.entries, key=lambda e: e.id):
         for s in e.meta.symptoms:
-            if s.regex and s.regex not in seen:
+            if s.regex and (include_said or not s.said) and s.regex not in seen:
                 seen.add(s.regex)
                 click.echo(s.regex)

@@ -55,8 +55,9 @@ _DB_CACHE: dict[tuple[str, ...], ScanDatabase] = {}
 
 
 def scan_database(source: Diagnoser | ScanSpec) -> ScanDatabase:
-    """The corpus's symptom regexes plus the scanner's markers, compiled once per pattern set."""
-    symptoms = source.symptoms if isinstance(source, ScanSpec) else tuple(source.rules.patterns.patterns)
+    """The corpus's symptom regexes a log is searched for plus the scanner's markers, compiled once per
+    pattern set."""
+    symptoms = source.symptoms if isinstance(source, ScanSpec) else tuple(source.rules.scan_patterns)
     db = _DB_CACHE.get(symptoms)
     if db is None:
         db = _DB_CACHE[symptoms] = ScanDatabase.for_symptoms(symptoms)

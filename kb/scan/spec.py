@@ -22,20 +22,20 @@ if TYPE_CHECKING:
 _KB = Path(__file__).resolve().parent.parent
 #: The code that decides the spec: the rule order, the metric list and the parser behind both.
 _SPEC_CODE = [_KB / "rules.py", _KB / "patterns.py", _KB / "corpus.py", _KB / "entry.py", _KB / "scan" / "job.py"]
-_FORMAT = b"scan-spec-1"
+_FORMAT = b"scan-spec-2"
 
 
 @dataclass(frozen=True)
 class ScanSpec:
     kb_version: str
-    symptoms: tuple[str, ...]  # pattern ids 0..n-1, in the rule engine's order
+    symptoms: tuple[str, ...]  # the rule engine's scan patterns (no ``said`` ones), in its order
     watched: frozenset[str]  # metric names some entry has a signature for
 
     @classmethod
     def of(cls, diagnoser: Diagnoser) -> ScanSpec:
         from kb.scan.job import watched_metrics
 
-        return cls(diagnoser.kb_version, tuple(diagnoser.rules.patterns.patterns), watched_metrics(diagnoser))
+        return cls(diagnoser.kb_version, tuple(diagnoser.rules.scan_patterns), watched_metrics(diagnoser))
 
 
 def _path(corpus_dir: Path) -> Path | None:
