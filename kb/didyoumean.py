@@ -9,6 +9,7 @@ import re
 from collections.abc import Sequence
 from typing import Literal
 
+from kb.keysets import TrainerConfig, release_keys, trainer_config
 from kb.loglines import Line
 from kb.overrides import ParsedOverride, check_one, close_keys, parse_override, render_override
 from kb.result import KeySuggestion
@@ -18,6 +19,9 @@ from kb.versions import KNOWN_RELEASES, nearest_release
 
 _ErrorKind = Literal["could_not_override", "not_in_struct", "could_not_append"]
 _MAX = 5
+
+
+_MEGATRON: TrainerConfig = "ppo_megatron_trainer"
 
 
 def _release(version: str | None) -> tuple[str, bool]:
@@ -102,13 +106,25 @@ def key_suggestions(signals: Signals, lines: Sequence[Line], version: str | None
     for key, kind, line_no in rejected:
         value = _value(key, signals, lines)
         prefix = "+" if kind == "could_not_append" else ""
-        verdict = check_one(
-            ParsedOverride(text=f"{prefix}{key}={value or 'x'}", prefix=prefix, key=key, value=value), release
-        )
-        suggested = parse_override(verdict.suggestion) if verdict.suggestion else None
-        if suggested is not None and "did you mean" in verdict.message and not _alike(key, suggested.key):
-            suggested = None  # a fuzzy neighbour with another name (actor.megatron -> actor.qat.mode) is no answer
-        reason = _reason(verdict.status, verdict.message, key, release)
+        parsed = ParsedOverride(text=f"{prefix}{key}={value or 'x'}", prefix=prefix, key=key, value=value)
+        # Which trainer config rejected it is not in Hydra's message: a key only one of the two has says it.
+        in_fsdp, in_megatron = key in release_keys(release, "ppo_trainer"), key in release_keys(release, _MEGATRON)
+        config: TrainerConfig = _MEGATRON if in_fsdp and not in_megatron else "ppo_trainer"
+        with trainer_config(config):
+            verdict = check_one(parsed, release)
+            suggested = parse_override(verdict.suggestion) if verdict.suggestion else None
+            if suggested is not None and "did you mean" in verdict.message and not _alike(key, suggested.key):
+                suggested = None  # a fuzzy neighbour with another name (actor.megatron -> actor.qat.mode) is no answer
+            reason = _reason(verdict.status, verdict.message, key, release)
+            candidates = [k for k in close_keys(key, release) if suggested is None or k != suggested.key]
+        if in_megatron and not in_fsdp:
+            suggested, candidates = None, []
+            reason = (
+                f"verl {release} has {key} in its Megatron trainer config only: launch with "
+                "--config-name=ppo_megatron_trainer"
+            )
+        elif config == _MEGATRON:
+            reason = f"verl {release}'s Megatron trainer config (ppo_megatron_trainer) has no {key}; " + reason
         line = None
         if suggested is not None and value is not None:
             line = render_override(suggested.key, parse_value(f"{suggested.key}={value}"), release)
@@ -122,7 +138,7 @@ def key_suggestions(signals: Signals, lines: Sequence[Line], version: str | None
                 suggested_key=(suggested.prefix + suggested.key) if suggested else None,
                 line=line,
                 reason=reason,
-                candidates=[k for k in close_keys(key, release) if suggested is None or k != suggested.key],
+                candidates=candidates,
             )
         )
     return out

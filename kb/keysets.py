@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import enum
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from functools import cache, lru_cache
 from importlib import resources
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 
@@ -60,12 +63,41 @@ def _data_text(*parts: str) -> str:
     return resources.files("kb").joinpath("data", *parts).read_text(encoding="utf-8")
 
 
+#: The two trainer configs verl ships: FSDP's (the default) and Megatron's, whose examples launch with
+#: ``--config-name=ppo_megatron_trainer`` and whose actor, ref and critic sections have other keys.
+TrainerConfig = Literal["ppo_trainer", "ppo_megatron_trainer"]
+_CONFIG: ContextVar[TrainerConfig] = ContextVar("verl_trainer_config", default="ppo_trainer")
+
+
+def trainer_config_of(config_name: str | None) -> TrainerConfig | None:
+    """The shipped config a ``--config-name`` value names, or None (none given, or the user's own)."""
+    if config_name is None:
+        return None
+    name = config_name.rsplit("/", 1)[-1].removesuffix(".yaml")
+    return name if name in ("ppo_trainer", "ppo_megatron_trainer") else None  # type: ignore[return-value]
+
+
+@contextmanager
+def trainer_config(config: TrainerConfig) -> Iterator[None]:
+    """Inside the block every key lookup reads ``config``'s key set: one check of a Megatron launch sees
+    Megatron's sections throughout (its did-you-means and value checks included), not FSDP's."""
+    token = _CONFIG.set(config)
+    try:
+        yield
+    finally:
+        _CONFIG.reset(token)
+
+
+def release_keys(version: str, config: TrainerConfig | None = None) -> dict[str, dict[str, Any]]:
+    """The key → {kind, default} map of a known release's trainer config (the one in effect by default)."""
+    return _release_keys(version, config or _CONFIG.get())
+
+
 @cache
-def release_keys(version: str) -> dict[str, dict[str, Any]]:
-    """The key → {kind, default} map of a known release's PPO trainer config."""
+def _release_keys(version: str, config: TrainerConfig) -> dict[str, dict[str, Any]]:
     if version not in KNOWN_RELEASES:
         raise KeyError(f"no key set for verl {version}")
-    payload = json.loads(_data_text("verl_keys", f"ppo_trainer-{version}.json"))
+    payload = json.loads(_data_text("verl_keys", f"{config}-{version}.json"))
     keys: dict[str, dict[str, Any]] = payload["keys"]
     return keys
 
@@ -147,7 +179,7 @@ def classify(key: str, version: str) -> KeyInfo:
 
 
 def releases_with_key(key: str) -> list[str]:
-    """The known releases whose YAML carries ``key``."""
+    """The known releases whose YAML (of the trainer config in effect) carries ``key``."""
     return [r for r in KNOWN_RELEASES if key in release_keys(r)]
 
 

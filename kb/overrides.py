@@ -14,9 +14,19 @@ from collections.abc import Iterable
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
-from kb.keysets import KeyStatus, classify, release_keys, releases_with_key, rename_for, renames
+from kb.keysets import (
+    KeyStatus,
+    TrainerConfig,
+    classify,
+    release_keys,
+    releases_with_key,
+    rename_for,
+    renames,
+    trainer_config,
+    trainer_config_of,
+)
 from kb.valuecheck import check_value
 from kb.versions import KNOWN_RELEASES, KNOWN_SPAN, in_range, nearest_release, parse_version
 
@@ -25,7 +35,9 @@ _OVERRIDE_RE = re.compile(
 )
 _NEEDS_QUOTES = re.compile(r"[\s,\[\]{}()'\"=:\\$*?]")
 
-Status = Literal["ok", "deprecated", "needs_plus", "remove_plus", "ignored", "unknown", "bad_value", "malformed"]
+Status = Literal[
+    "ok", "deprecated", "needs_plus", "remove_plus", "ignored", "unknown", "bad_value", "malformed", "other_config"
+]
 
 
 class ParsedOverride(BaseModel):
@@ -49,6 +61,12 @@ class OverrideVerdict(BaseModel):
 class OverrideReport(BaseModel):
     verl_version: str
     release_checked: str
+    config: TrainerConfig | None = Field(
+        default=None,
+        description=(
+            "the trainer config checked against (from --config-name); None: FSDP's, Megatron's keys told apart"
+        ),
+    )
     verdicts: list[OverrideVerdict]
 
     @property
@@ -375,11 +393,59 @@ def _replacement(key: str, value: str | None, release: str, use: str | None) -> 
     return None
 
 
-def check_overrides(texts: Iterable[str], verl_version: str | None = None) -> OverrideReport:
-    """Check override strings against one verl release (the newest known when none is given)."""
+def config_name_of(text: str) -> str | None:
+    """The ``--config-name`` (or ``-cn``) a launch command in ``text`` gives Hydra, or None."""
+    for words in _shell_commands(text):
+        for i, word in enumerate(words):
+            if word.startswith("--config-name="):
+                return word.split("=", 1)[1] or None
+            if word in ("--config-name", "-cn") and i + 1 < len(words):
+                return words[i + 1]
+    return None
+
+
+def _other_config(verdict: OverrideVerdict, release: str, refused: bool) -> OverrideVerdict:
+    """An unknown key that Megatron's config has: right for a launch with --config-name=ppo_megatron_trainer,
+    rejected by Hydra with ppo_trainer (``refused``: the launch says it uses that one). Either way the
+    did-you-mean of FSDP's key set (often a rollout key of the same name) is not the fix."""
+    if refused:
+        message = (
+            f"Hydra rejects it: Could not override '{verdict.key}' (verl {release} has it in its Megatron trainer "
+            "config only: launch with --config-name=ppo_megatron_trainer for a Megatron job)"
+        )
+        return verdict.model_copy(update={"message": message, "suggestion": None})
+    message = (
+        f"verl {release} has this key in its Megatron trainer config only: fine with "
+        "--config-name=ppo_megatron_trainer (as verl's Megatron examples launch); with the default "
+        f"ppo_trainer config Hydra says Could not override '{verdict.key}'"
+    )
+    return verdict.model_copy(update={"status": "other_config", "fails": False, "message": message, "suggestion": None})
+
+
+def check_overrides(
+    texts: Iterable[str], verl_version: str | None = None, config_name: str | None = None
+) -> OverrideReport:
+    """Check override strings against one verl release (the newest known when none is given) and the trainer
+    config ``config_name`` names (``--config-name``). Without one, keys are checked against FSDP's config,
+    and a key only Megatron's has is told apart instead of refused."""
     version = verl_version or KNOWN_RELEASES[-1]
     parse_version(version)
     release = version if version in KNOWN_RELEASES else nearest_release(version)
+    config = trainer_config_of(config_name)
+    with trainer_config(config or "ppo_trainer"):
+        verdicts = _check_all(list(texts), release)
+    if config != "ppo_megatron_trainer":
+        megatron = release_keys(release, "ppo_megatron_trainer")
+        verdicts = [
+            _other_config(v, release, refused=config is not None)
+            if v.status == "unknown" and v.key in megatron and not v.text.startswith("~")
+            else v
+            for v in verdicts
+        ]
+    return OverrideReport(verl_version=version, release_checked=release, config=config, verdicts=verdicts)
+
+
+def _check_all(texts: list[str], release: str) -> list[OverrideVerdict]:
     verdicts = []
     for text in texts:
         parsed = parse_override(text)
@@ -406,4 +472,4 @@ def check_overrides(texts: Iterable[str], verl_version: str | None = None) -> Ov
             )
             continue
         verdicts.append(check_one(parsed, release))
-    return OverrideReport(verl_version=version, release_checked=release, verdicts=verdicts)
+    return verdicts

@@ -137,10 +137,11 @@ _KEY_TOKEN = re.compile(r"(?:'|full_key: |(?<![\w.]))\+{0,2}([A-Za-z_]\w*(?:\.\w
 
 @lru_cache(maxsize=1)
 def _verl_keys() -> frozenset[str]:
-    """Every key some verl release's config carries, reads with '+', or renamed."""
+    """Every key some verl release's config (FSDP's or Megatron's) carries, reads with '+', or renamed."""
     keys: set[str] = set()
     for release in KNOWN_RELEASES:
-        keys.update(release_keys(release))
+        keys.update(release_keys(release, "ppo_trainer"))
+        keys.update(release_keys(release, "ppo_megatron_trainer"))
     notes = key_notes()
     keys.update(str(n["key"]) for n in notes.get("plus_keys", []))
     for r in renames():

@@ -25,6 +25,7 @@ _STATUS_STYLE = {
     "unknown": "red",
     "bad_value": "red",
     "malformed": "red",
+    "other_config": "yellow",
 }
 
 
@@ -92,10 +93,11 @@ def render_override_report(report: OverrideReport, out: Console | None = None) -
     report = terminal_safe_model(report)
     checked = report.release_checked
     note = f" (checked against the {checked} key set)" if checked != report.verl_version else ""
-    out.print(f"verl {report.verl_version}{note}")
+    config = f", {report.config} config" if report.config else ""
+    out.print(f"verl {report.verl_version}{note}{config}")
     for v in report.verdicts:
         style = _STATUS_STYLE[v.status]
-        mark = "ok  " if not v.fails else "FAIL"
+        mark = "FAIL" if v.fails else ("note" if v.status == "other_config" else "ok  ")
         out.print(f"[{style}]{mark}[/] {escape(v.text)}", markup=True)
         out.print(f"     {v.message}", markup=False)
         if v.suggestion:

@@ -8,8 +8,9 @@ trainer config:
 * ``verl/trainer/config/_generated_ppo_trainer.yaml`` when the wheel ships it
   (verl 0.5.0 and later), otherwise the monolithic
   ``verl/trainer/config/ppo_trainer.yaml`` (verl 0.4.x);
-* additionally ``verl/trainer/config/_generated_ppo_megatron_trainer.yaml``
-  when the wheel ships it.
+* additionally the Megatron trainer config: ``_generated_ppo_megatron_trainer.yaml``
+  when the wheel ships it (0.5.0 and later), otherwise the monolithic
+  ``ppo_megatron_trainer.yaml`` (0.4.x).
 
 Each YAML file is flattened into dotted keys. Every node gets a ``kind``:
 ``int``, ``float``, ``bool``, ``str``, ``null``, ``list``, ``map`` (non-empty
@@ -22,7 +23,7 @@ skipped.
 Output, one JSON file per release and config::
 
     <out>/ppo_trainer-<V>.json
-    <out>/ppo_megatron_trainer-<V>.json   (only when the wheel has it)
+    <out>/ppo_megatron_trainer-<V>.json   (when the wheel has one of the two)
 
 Usage::
 
@@ -63,6 +64,7 @@ CONFIG_DIR = "verl/trainer/config/"
 PPO_GENERATED = CONFIG_DIR + "_generated_ppo_trainer.yaml"
 PPO_MONOLITHIC = CONFIG_DIR + "ppo_trainer.yaml"
 MEGATRON_GENERATED = CONFIG_DIR + "_generated_ppo_megatron_trainer.yaml"
+MEGATRON_MONOLITHIC = CONFIG_DIR + "ppo_megatron_trainer.yaml"
 
 MAX_STR_DEFAULT = 120
 SKIPPED_TOP_LEVEL = frozenset({"defaults", "hydra"})
@@ -209,6 +211,8 @@ def extract_version(version: str, wheel_path: Path, out_dir: Path) -> list[Path]
         targets = [("ppo_trainer", ppo_member)]
         if MEGATRON_GENERATED in names:
             targets.append(("ppo_megatron_trainer", MEGATRON_GENERATED))
+        elif MEGATRON_MONOLITHIC in names:
+            targets.append(("ppo_megatron_trainer", MEGATRON_MONOLITHIC))
 
         written: list[Path] = []
         for stem, member in targets:

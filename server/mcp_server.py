@@ -33,7 +33,7 @@ from kb.entry import Entry
 from kb.entry_detail import EntryDetail, entry_detail, entry_summary
 from kb.inputs import InputError, read_input
 from kb.llm import LLMClient
-from kb.overrides import OverrideReport, check_overrides, extract_overrides
+from kb.overrides import OverrideReport, check_overrides, config_name_of, extract_overrides
 from kb.preflight.models import PreflightResult
 from kb.result import Result
 from kb.scan.report import ScanReport
@@ -304,8 +304,10 @@ def build_server(diagnoser: Diagnoser, setup: MCPSetup | None = None) -> MCPServ
             raise ToolError("no overrides given: pass `overrides` (a list) or `input` (a launch command or script)")
         if len(texts) > MAX_OVERRIDES:
             raise ToolError(f"{len(texts)} overrides given; at most {MAX_OVERRIDES} are checked in one call")
+        # A launch command's --config-name says whether Megatron's trainer config is the one to check against.
+        launched = next(filter(None, (config_name_of(t) for t in [*(overrides or []), input or ""] if " " in t)), None)
         try:
-            return await anyio.to_thread.run_sync(check_overrides, texts, verl_version)
+            return await anyio.to_thread.run_sync(check_overrides, texts, verl_version, launched)
         except VersionError as exc:
             raise ToolError(str(exc)) from None
 

@@ -158,3 +158,41 @@ def test_bad_input_is_a_clear_usage_error(runner, tmp_path):
     assert result.exit_code == 2 and "Traceback" not in result.output
     _, v = _verdicts(runner, "--", "=oops")
     assert v[0]["status"] == "malformed"
+
+
+@pytest.mark.parametrize("version", ["0.4.1", "0.6.1", "0.9.1"])
+def test_megatron_keys_are_checked_against_megatron_s_config(version):
+    """A Megatron job's parallelism key is right with --config-name=ppo_megatron_trainer, refused with
+    ppo_trainer (with the config to use, not FSDP's did-you-mean of a rollout key), and told apart when the
+    config is not known; an FSDP-only key in a Megatron launch is refused with Megatron's own key."""
+    key = "actor_rollout_ref.actor.megatron.tensor_model_parallel_size=2"
+    megatron = check_overrides([key], version, "ppo_megatron_trainer")
+    assert megatron.config == "ppo_megatron_trainer" and megatron.verdicts[0].status == "ok"
+    fsdp = check_overrides([key], version, "ppo_trainer").verdicts[0]
+    assert fsdp.fails and fsdp.suggestion is None and "--config-name=ppo_megatron_trainer" in fsdp.message
+    unknown = check_overrides([key], version).verdicts[0]
+    assert unknown.status == "other_config" and not unknown.fails and unknown.suggestion is None
+    # a key neither config has is refused as before, whatever the config
+    assert check_overrides(["actor_rollout_ref.actor.megatron.no_such_key=1"], version).verdicts[0].fails
+    fsdp_key = "actor_rollout_ref.actor.fsdp_config.param_offload=True"
+    offload = check_overrides([fsdp_key], version, "ppo_megatron_trainer")
+    assert offload.verdicts[0].fails
+    assert offload.verdicts[0].suggestion == "actor_rollout_ref.actor.megatron.param_offload=True"
+
+
+def test_check_overrides_reads_the_config_name_of_a_launch_command(runner, tmp_path):
+    script = tmp_path / "run.sh"
+    script.write_text(
+        "python3 -m verl.trainer.main_ppo --config-name=ppo_megatron_trainer \\\n"
+        "    actor_rollout_ref.actor.megatron.pipeline_model_parallel_size=2 trainer.nnodes=1\n"
+    )
+    result = runner.invoke(main, ["check-overrides", "--verl-version", "0.8.0", "--file", str(script), "--json"])
+    report = json.loads(result.output)
+    assert result.exit_code == 0 and report["config"] == "ppo_megatron_trainer"
+    assert [v["status"] for v in report["verdicts"]] == ["ok", "ok"]
+    command = (
+        "python3 -m verl.trainer.main_ppo --config-name ppo_trainer "
+        "actor_rollout_ref.actor.megatron.pipeline_model_parallel_size=2"
+    )
+    spaced = runner.invoke(main, ["check-overrides", "--verl-version", "0.8.0", "--", command])
+    assert spaced.exit_code == 1 and "ppo_trainer config" in spaced.output and "Megatron trainer" in spaced.output

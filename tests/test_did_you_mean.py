@@ -115,6 +115,22 @@ def test_the_key_depends_on_the_release(lexical, version, key, suggested):
     assert "did you mean " + suggested in d.summary()
 
 
+def test_a_megatron_key_on_the_fsdp_config_names_the_config_not_a_neighbour(lexical):
+    """Hydra refused a key only Megatron's trainer config has: the answer is the config to launch with, not
+    FSDP's closest key (rollout.tensor_model_parallel_size, which would change the rollout instead)."""
+    key = "actor_rollout_ref.actor.megatron.tensor_model_parallel_size"
+    d = lexical.diagnose(_hydra_log(key, "2", "0.8.0"), semantic=False).did_you_mean[0]
+    assert d.suggested_key is None and d.line is None and d.candidates == []
+    assert "--config-name=ppo_megatron_trainer" in d.reason
+
+
+def test_an_fsdp_key_refused_is_read_against_megatron_s_config(lexical):
+    key = "actor_rollout_ref.actor.fsdp_config.param_offload"
+    d = lexical.diagnose(_hydra_log(key, "True", "0.8.0"), semantic=False).did_you_mean[0]
+    assert d.suggested_key == "actor_rollout_ref.actor.megatron.param_offload"
+    assert d.line == "actor_rollout_ref.actor.megatron.param_offload=True" and "Megatron" in d.reason
+
+
 def test_no_hydra_error_no_suggestion(lexical):
     result = lexical.diagnose("Traceback (most recent call last):\nValueError: boom\n", semantic=False)
     assert result.did_you_mean == []

@@ -354,7 +354,7 @@ def preflight(
     choices = [group_choice(t, release) for t in texts]
     plain = [t for t, c in zip(texts, choices, strict=True) if c is None]
     keys, group_notes = base_keys(release, [c for c in choices if c is not None])
-    report = check_overrides(plain, release)
+    report = check_overrides(plain, release, "ppo_trainer")  # what preflight composes, unless groups swap sections
     verdicts = report.verdicts
     if any(choices):
         verdicts = [_against(v, keys, release) for v in verdicts]
