@@ -259,6 +259,8 @@ def close_keys(key: str, release: str, limit: int = 3) -> list[str]:
 
 def _where_else(key: str) -> str:
     present = releases_with_key(key)
+    if not present and any(key in release_keys(r, "ppo_trainer") for r in KNOWN_RELEASES):
+        return "the FSDP config ppo_trainer has it, this Megatron one does not"
     if not present:
         return f"no verl release from {KNOWN_SPAN} has it"
     if len(present) == 1:
