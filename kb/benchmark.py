@@ -23,10 +23,6 @@ Kind = Literal["traceback", "log", "question", "metrics"]
 Split = Literal["dev", "holdout"]
 SPLITS: tuple[Split, ...] = ("dev", "holdout")
 MANIFEST = "manifest.json"
-#: The holdout's labels brought up to date with a later corpus by a labeller who writes no entry; the
-#: collectors' labels in holdout.jsonl stay as they were (``--as-collected`` scores with those).
-HOLDOUT_LABELS = "holdout_labels.jsonl"
-Labels = Literal["current", "collected"]
 NO_ENTRY = "none"
 # 1.96: the two-sided 95 % normal quantile the Wilson interval is built on.
 _Z95 = 1.959963984540054
@@ -106,45 +102,8 @@ def file_sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-class HoldoutLabel(BaseModel):
-    """A holdout positive's label against a later corpus, given by a labeller who never ran the engine on
-    it and writes no entry: the thread's cause against the entries' causes."""
-
-    id: str
-    expected: list[str] = Field(description="entry ids that answer it now; ['none'] when none does")
-    was: list[str] = Field(description="the collector's label in holdout.jsonl")
-    basis: str = Field(default="", description="the shared cause, in the labeller's words (no input text)")
-    corpus: str = Field(description="the corpus the label was given against, e.g. '450 entries at 305d9b0'")
-
-    @field_validator("expected")
-    @classmethod
-    def _none_alone(cls, v: list[str]) -> list[str]:
-        if not v or (NO_ENTRY in v and len(v) > 1):
-            raise ValueError("expected is entry ids, or ['none'] alone")
-        return v
-
-
-def load_holdout_labels(directory: Path) -> dict[str, HoldoutLabel]:
-    """The current labels of holdout positives by case id (empty when there is no labels file)."""
-    path = directory / HOLDOUT_LABELS
-    if not path.is_file():
-        return {}
-    labels: dict[str, HoldoutLabel] = {}
-    for n, raw in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        if not raw.strip():
-            continue
-        try:
-            label = HoldoutLabel.model_validate(json.loads(raw))
-        except (ValueError, ValidationError) as exc:
-            raise ValueError(f"{path}:{n}: bad label: {exc}") from None
-        labels[label.id] = label
-    return labels
-
-
-def load_split(directory: Path, split: Split, labels: Labels = "current") -> list[RealCase]:
-    """The cases of one split. Holdout positives take their current label from ``holdout_labels.jsonl``
-    unless ``labels`` is "collected". Raises ValueError naming file:line for a bad case, or a label that
-    names no holdout positive."""
+def load_split(directory: Path, split: Split) -> list[RealCase]:
+    """The cases of one split. Raises ValueError naming file:line for a bad case."""
     path = directory / f"{split}.jsonl"
     if not path.is_file():
         raise ValueError(f"{path}: no such file (is {directory} a real benchmark directory?)")
@@ -158,13 +117,6 @@ def load_split(directory: Path, split: Split, labels: Labels = "current") -> lis
             raise ValueError(f"{path}:{n}: bad case: {exc}") from None
     if not cases:
         raise ValueError(f"{path}: no cases")
-    if split == "holdout" and labels == "current":
-        current = load_holdout_labels(directory)
-        positives = {c.id: c for c in cases if not c.negative}
-        if stray := sorted(set(current) - set(positives)):
-            raise ValueError(f"{directory / HOLDOUT_LABELS}: labels for ids that are no holdout positive: {stray[:5]}")
-        for cid, label in current.items():
-            positives[cid].expected = list(label.expected)
     return cases
 
 
@@ -229,9 +181,6 @@ class ReliabilityBin(BaseModel):
 
 class BenchmarkReport(BaseModel):
     split: str
-    labels: Labels = Field(
-        default="collected", description="'current' when holdout positives carry a labeller's later labels"
-    )
     cases: int
     threads: int
     positives: int
@@ -388,8 +337,7 @@ def render_benchmark(report: BenchmarkReport) -> None:
     out = console()
     out.print(
         f"split {report.split}: {report.cases} cases from {report.threads} threads "
-        f"({report.positives} positive, {report.negatives} negative); Wilson 95 % intervals"
-        + ("; holdout labels as collected" if report.split == "holdout" and report.labels == "collected" else ""),
+        f"({report.positives} positive, {report.negatives} negative); Wilson 95 % intervals",
         markup=False,
     )
     headline = Table("figure", "value  [95 % interval]  k/n")

@@ -12,13 +12,11 @@ from pathlib import Path
 import pytest
 
 from kb.benchmark import (
-    HOLDOUT_LABELS,
     MANIFEST,
     NO_ENTRY,
     RealCase,
     cited_threads,
     file_sha256,
-    load_holdout_labels,
     load_split,
     score,
     wilson,
@@ -40,18 +38,6 @@ def test_the_holdout_is_the_one_the_manifest_signed(splits: dict[str, list[RealC
         "holdout.jsonl changed without re-signing manifest.json (tests/eval/real/split.py does both)"
     )
     assert sorted(c.id for c in splits["holdout"]) == manifest["holdout_ids"]
-
-
-def test_the_holdout_labels_are_the_ones_the_manifest_signed() -> None:
-    if not (REAL / HOLDOUT_LABELS).is_file():
-        pytest.skip("no holdout labeller's file yet")
-    manifest = json.loads((REAL / MANIFEST).read_text(encoding="utf-8"))
-    assert file_sha256(REAL / HOLDOUT_LABELS) == manifest.get("labels_sha256"), (
-        "holdout_labels.jsonl changed without re-signing manifest.json (relabel.py --holdout does both)"
-    )
-    collected = {c.id: c.expected for c in load_split(REAL, "holdout", "collected")}
-    for label in load_holdout_labels(REAL).values():
-        assert label.was == collected[label.id], f"{label.id}: 'was' is not the collector's label"
 
 
 def test_the_holdout_and_its_manifest_change_in_the_same_commit() -> None:
@@ -264,49 +250,3 @@ def test_relabel_gives_dev_cases_their_entries_and_refuses_holdout_ones(tmp_path
     after = {c.id: c.expected for c in load_split(copy, "dev")}  # type: ignore[arg-type]
     assert after == {"r000000000a": ["ray-worker-register-raylet"], "r000000000c": []}
     assert (copy / "holdout.jsonl").read_text(encoding="utf-8") == holdout
-
-
-def test_relabel_holdout_records_labels_beside_the_frozen_file(tmp_path: Path) -> None:
-    """relabel.py --holdout: the labeller's lines go to holdout_labels.jsonl (signed in the manifest),
-    holdout.jsonl keeps its bytes, the scoring reads the new label unless asked for the collectors', and
-    a dev id or an unknown entry id is refused."""
-    copy = tmp_path / "tests" / "eval" / "real"
-    copy.mkdir(parents=True)
-    for name in ("relabel.py", "split.py"):
-        shutil.copy(REAL / name, copy / name)
-    (tmp_path / "corpus").symlink_to(REPO / "corpus")
-    (copy / "dev.jsonl").write_text(_case("r000000000d", ["none"]).model_dump_json() + "\n", encoding="utf-8")
-    holdout = "".join(
-        c.model_dump_json() + "\n"
-        for c in (_case("r000000000e", ["none"]), _case("r000000000f", ["none"]), _case("r0000000010", [], True))
-    )
-    (copy / "holdout.jsonl").write_text(holdout, encoding="utf-8")
-    (copy / MANIFEST).write_text(json.dumps({"holdout_sha256": "x"}), encoding="utf-8")
-    labels = tmp_path / "labels.tsv"
-    labels.write_text(
-        "r000000000e\tray-worker-register-raylet\tnone\tsame cause: CPUs limited by SLURM\n"
-        "r000000000f\tno-such-entry\tnone\tx\n"
-        "r000000000d\tray-worker-register-raylet\tnone\tx\n"
-        "r0000000010\tray-worker-register-raylet\t\tx\n"
-    )
-    proc = subprocess.run(
-        [sys.executable, str(copy / "relabel.py"), "--holdout", "--corpus", "test corpus", str(labels)],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "PYTHONPATH": str(REPO)},
-    )
-    assert proc.returncode == 0, proc.stderr
-    assert "1 labels recorded" in proc.stdout and "not a holdout positive 2" in proc.stdout, proc.stdout
-    assert "unknown entry id 1" in proc.stdout
-    assert (copy / "holdout.jsonl").read_text(encoding="utf-8") == holdout
-    manifest = json.loads((copy / MANIFEST).read_text(encoding="utf-8"))
-    assert manifest["labels_sha256"] == file_sha256(copy / HOLDOUT_LABELS) and manifest["holdout_sha256"] == "x"
-    current = {c.id: c.expected for c in load_split(copy, "holdout")}  # type: ignore[arg-type]
-    collected = {c.id: c.expected for c in load_split(copy, "holdout", "collected")}  # type: ignore[arg-type]
-    assert current["r000000000e"] == ["ray-worker-register-raylet"] and collected["r000000000e"] == ["none"]
-    assert current["r000000000f"] == collected["r000000000f"] == ["none"]
-    (copy / HOLDOUT_LABELS).write_text(
-        (copy / HOLDOUT_LABELS).read_text(encoding="utf-8").replace("r000000000e", "r0000000010"), encoding="utf-8"
-    )
-    with pytest.raises(ValueError, match="no holdout positive"):
-        load_split(copy, "holdout")  # type: ignore[arg-type]

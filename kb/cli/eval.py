@@ -43,14 +43,6 @@ if TYPE_CHECKING:
         "kb/data/calibration.json and score with it; exit 1 and write nothing if none reaches 97 % precision."
     ),
 )
-@click.option(
-    "--as-collected",
-    is_flag=True,
-    help=(
-        "Score the holdout with its collectors' labels (holdout.jsonl) instead of the current ones a "
-        "labeller gave against a later corpus (holdout_labels.jsonl)."
-    ),
-)
 def eval_cmd(
     cases: tuple[str, ...],
     corpus_path: str | None,
@@ -59,7 +51,6 @@ def eval_cmd(
     ask_path: bool,
     split: str | None,
     fit: bool,
-    as_collected: bool,
 ) -> None:
     """Score the engine on eval cases (JSONL files or directories of them): top-1, top-3, MRR,
     abstention precision and recall, a per-area table, and every miss.
@@ -67,8 +58,7 @@ def eval_cmd(
     A real benchmark directory (one with a manifest.json, like tests/eval/real) is scored per split with
     Wilson 95 % intervals: top-1, top-3, MRR, positives with no entry, positives answered 'match' and the
     precision of 'match', confident answers on negatives, per kind and per area, and every miss with
-    what was returned. With --json and --split, one report; without --split, {"dev": ..., "holdout": ...}.
-    Holdout positives are scored against their current labels (holdout_labels.jsonl) unless --as-collected."""
+    what was returned. With --json and --split, one report; without --split, {"dev": ..., "holdout": ...}."""
     from kb.benchmark import is_benchmark_dir
     from kb.evaluation import load_cases, run_eval
 
@@ -80,12 +70,10 @@ def eval_cmd(
             fail("--fit fits on --split dev only (the holdout is never fitted on)")
         if fit and no_semantic:
             fail("--fit fits what the engine sees with its semantic layer; drop --no-semantic")
-        _run_benchmark(paths[0], split, corpus_path, as_json, no_semantic, fit, as_collected)
+        _run_benchmark(paths[0], split, corpus_path, as_json, no_semantic, fit)
         return
     if fit:
         fail("--fit needs a real benchmark directory and --split dev")
-    if as_collected:
-        fail("--as-collected needs a real benchmark directory")
     if split is not None:
         fail("--split needs a real benchmark directory (one with a manifest.json, like tests/eval/real)")
     try:
@@ -106,21 +94,14 @@ def eval_cmd(
 
 
 def _run_benchmark(
-    directory: Path,
-    split: str | None,
-    corpus_path: str | None,
-    as_json: bool,
-    no_semantic: bool,
-    fit: bool,
-    as_collected: bool = False,
+    directory: Path, split: str | None, corpus_path: str | None, as_json: bool, no_semantic: bool, fit: bool
 ) -> None:
     import json
 
-    from kb.benchmark import SPLITS, Labels, load_holdout_labels, load_split, render_benchmark, score
+    from kb.benchmark import SPLITS, load_split, render_benchmark, score
 
     try:
-        labels: Labels = "collected" if as_collected else "current"
-        chosen = {s: load_split(directory, s, labels) for s in SPLITS if split in (None, s)}
+        chosen = {s: load_split(directory, s) for s in SPLITS if split in (None, s)}
     except ValueError as exc:
         fail(str(exc))
     diagnoser = common.build_diagnoser(corpus_path, semantic=not no_semantic)
@@ -132,9 +113,6 @@ def _run_benchmark(
         reports = {
             s: score(lambda text: diagnoser.diagnose(text, top=5), cases, known, s) for s, cases in chosen.items()
         }
-    for name, report in reports.items():
-        if name == "holdout" and not as_collected and load_holdout_labels(directory):
-            report.labels = "current"
     if as_json:
         if len(reports) == 1:
             click.echo(next(iter(reports.values())).model_dump_json(indent=1))

