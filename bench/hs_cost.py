@@ -33,16 +33,16 @@ CASELESS = re.compile(r"\(\?[a-z]*i")
 DOT_REPEAT = re.compile(r"(?<!\\)\.(?:\*|\+|\{\d*,\d*\})")
 
 
-def expressions(said: bool = False) -> list[str]:
-    """The scan database's expressions; with ``said``, also the symptoms marked said (what the scan
-    searched for before they were left out)."""
+def expressions() -> tuple[list[str], list[str]]:
+    """The scan database's expressions, and the same with the symptoms marked said (what the scan searched
+    for before they were left out)."""
     from kb.cli import common
     from kb.scan.database import ScanDatabase
     from kb.scan.spec import ScanSpec
 
     diagnoser = common.build_diagnoser(None, semantic=False)
-    symptoms = diagnoser.rules.patterns.patterns if said else ScanSpec.of(diagnoser).symptoms
-    return ScanDatabase(list(symptoms)).expressions
+    scanned = ScanDatabase(list(ScanSpec.of(diagnoser).symptoms)).expressions
+    return scanned, ScanDatabase(list(diagnoser.rules.patterns.patterns)).expressions
 
 
 def hs_scanner(exprs: list[str]) -> Callable[[bytes], None]:
@@ -84,12 +84,11 @@ def main() -> None:
         with tempfile.TemporaryDirectory() as tmp:
             jobs = seeded.build(Path(tmp), 100 * 1000 * 1000)
             data = (jobs[1] / "verl_demo.log").read_bytes()
-    exprs = expressions()
+    exprs, with_said = expressions()
     caseless = {i for i, e in enumerate(exprs) if CASELESS.search(e)}
     dotted = {i for i, e in enumerate(exprs) if DOT_REPEAT.search(e)}
     rng = random.Random(args.seed)
     variants: dict[str, list[str]] = {"all": exprs}
-    with_said = expressions(said=True)
     variants[f"with the {len(with_said) - len(exprs)} said symptoms too"] = with_said
     for name, group in (("caseless", caseless), ("dot repeat", dotted), ("either", caseless | dotted)):
         variants[f"without {len(group)} {name}"] = [e for i, e in enumerate(exprs) if i not in group]

@@ -11,7 +11,14 @@ from typing import Literal
 
 from kb.keysets import TrainerConfig, release_keys, trainer_config
 from kb.loglines import Line
-from kb.overrides import ParsedOverride, check_one, close_keys, parse_override, render_override
+from kb.overrides import (
+    ParsedOverride,
+    check_one,
+    close_keys,
+    megatron_only_verdict,
+    parse_override,
+    render_override,
+)
 from kb.result import KeySuggestion
 from kb.signals import Signals
 from kb.valuecheck import parse_value
@@ -112,19 +119,15 @@ def key_suggestions(signals: Signals, lines: Sequence[Line], version: str | None
         config: TrainerConfig = _MEGATRON if in_fsdp and not in_megatron else "ppo_trainer"
         with trainer_config(config):
             verdict = check_one(parsed, release)
+            if in_megatron and not in_fsdp:
+                verdict = megatron_only_verdict(verdict, release, refused=True)
             suggested = parse_override(verdict.suggestion) if verdict.suggestion else None
             if suggested is not None and "did you mean" in verdict.message and not _alike(key, suggested.key):
                 suggested = None  # a fuzzy neighbour with another name (actor.megatron -> actor.qat.mode) is no answer
             reason = _reason(verdict.status, verdict.message, key, release)
-            candidates = [k for k in close_keys(key, release) if suggested is None or k != suggested.key]
-        if in_megatron and not in_fsdp:
-            suggested, candidates = None, []
-            reason = (
-                f"verl {release} has {key} in its Megatron trainer config only: launch with "
-                "--config-name=ppo_megatron_trainer"
-            )
-        elif config == _MEGATRON:
-            reason = f"verl {release}'s Megatron trainer config (ppo_megatron_trainer) has no {key}; " + reason
+            # FSDP's neighbours of a Megatron-only key (the rollout's TP) are no candidates either
+            close = [] if in_megatron and not in_fsdp else close_keys(key, release)
+            candidates = [k for k in close if suggested is None or k != suggested.key]
         line = None
         if suggested is not None and value is not None:
             line = render_override(suggested.key, parse_value(f"{suggested.key}={value}"), release)

@@ -406,7 +406,7 @@ def config_name_of(text: str) -> str | None:
     return None
 
 
-def _other_config(verdict: OverrideVerdict, release: str, refused: bool) -> OverrideVerdict:
+def megatron_only_verdict(verdict: OverrideVerdict, release: str, refused: bool) -> OverrideVerdict:
     """An unknown key that Megatron's config has: right for a launch with --config-name=ppo_megatron_trainer,
     rejected by Hydra with ppo_trainer (``refused``: the launch says it uses that one). Either way the
     did-you-mean of FSDP's key set (often a rollout key of the same name) is not the fix."""
@@ -439,7 +439,7 @@ def check_overrides(
     if config != "ppo_megatron_trainer":
         megatron = release_keys(release, "ppo_megatron_trainer")
         verdicts = [
-            _other_config(v, release, refused=config is not None)
+            megatron_only_verdict(v, release, refused=config is not None)
             if v.status == "unknown" and v.key in megatron and not v.text.startswith("~")
             else v
             for v in verdicts

@@ -4,11 +4,8 @@ set of that release (``kb/data/verl_keys/ppo_megatron_trainer-<V>.json``, shippe
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
-from functools import cache
-from importlib import resources
 from typing import Any
 
 from kb.keysets import release_keys
@@ -31,15 +28,6 @@ class GroupChoice:
     #: Hydra's refusal, when the choice names no entry of the defaults list or no option of the group
     error: str | None = None
     check: str = "hydra-key-not-in-struct"
-
-
-@cache
-def megatron_keys(release: str) -> dict[str, dict[str, Any]] | None:
-    path = resources.files("kb").joinpath("data", "verl_keys", f"ppo_megatron_trainer-{release}.json")
-    if not path.is_file():
-        return None
-    keys: dict[str, dict[str, Any]] = json.loads(path.read_text(encoding="utf-8"))["keys"]
-    return keys
 
 
 def group_choice(text: str, release: str) -> GroupChoice | None:
@@ -77,12 +65,11 @@ def base_keys(release: str, choices: list[GroupChoice]) -> tuple[dict[str, dict[
     """The key set the choices compose to, and notes on the choices it could not follow."""
     keys = dict(release_keys(release))
     notes: list[str] = []
-    mega = megatron_keys(release)
+    mega = release_keys(release, "ppo_megatron_trainer")
     for choice in choices:
         if choice.error is not None:
             continue
-        megatron = choice.option.startswith("megatron")
-        if not megatron or mega is None:
+        if not choice.option.startswith("megatron"):
             notes.append(f"{choice.text}: verl-doctor has no key set for this choice; the default section is checked")
             continue
         sections = _MEGATRON_SECTIONS if choice.group == "model_engine" else (choice.package or "",)
